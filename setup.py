@@ -1,0 +1,47 @@
+"""Build the Cython extensions (the engine and the oracle kernels) with OpenMP and -O3.
+
+Set YAMBLAB_PORTABLE=1 to build without -march=native (for binaries that move between CPUs).
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+
+def _compiler_accepts(flag: str) -> bool:
+    cc = os.environ.get("CC", "cc")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "t.c")
+        with open(src, "w") as f:
+            f.write("int main(void){return 0;}\n")
+        try:
+            return subprocess.run([cc, flag, src, "-o", os.path.join(d, "t")],
+                                  capture_output=True).returncode == 0
+        except OSError:
+            return False
+
+
+compile_args = ["-O3"]
+link_args = []
+if sys.platform != "win32":
+    if _compiler_accepts("-fopenmp"):
+        compile_args.append("-fopenmp")
+        link_args.append("-fopenmp")
+    if not os.environ.get("YAMBLAB_PORTABLE") and _compiler_accepts("-march=native"):
+        compile_args.append("-march=native")
+
+common = dict(include_dirs=[np.get_include()], extra_compile_args=compile_args,
+              extra_link_args=link_args,
+              define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")])
+extensions = [
+    Extension("yamblab.games._engine", ["yamblab/games/_engine.pyx"], **common),
+    Extension("yamblab.oracle._kernels", ["yamblab/oracle/_kernels.pyx"], **common),
+]
+
+setup(ext_modules=cythonize(extensions, include_path=["yamblab/games"],
+                            compiler_directives={"language_level": "3"}, quiet=True))

@@ -1,0 +1,138 @@
+"""One encoding for every game: the layout the network reads (seed 000, "Tokenizer").
+
+Every Yahtzee card and every Yamb preset maps into the same fixed-size layout, so one
+network can play them all:
+
+========================  =================  ==================================================
+field                     shape, dtype       meaning
+========================  =================  ==================================================
+``columns``               (B, 8, 16, 2) f32  per column and row: [filled flag, score / 80]
+``column_type``           (B, 8) int64       column kind (:data:`COLUMN_TYPES`), 0 = unused
+``column_features``       (B, 8, 4) f32      bonus features: upper sum / 60, gap to the upper
+                                             threshold / 60, the Max−Min term / 60 (Yamb; 0
+                                             for Yahtzee), Ones count / 5
+``dice``                  (B, 6) int64       faces 1..6 of the physical dice in slot order,
+                                             0 = no die (Yahtzee uses 5 slots)
+``state``                 (B, 32) f32        game-state vector (:data:`STATE_FIELDS`)
+``legal``                 (B, 208) bool      legal-action mask over :data:`N_ACTIONS`
+========================  =================  ==================================================
+
+Action space (208): ``col * 16 + row`` for placements (0..127), ``128 + h`` for hold mask
+``h`` over up to 6 dice (128..191; bit ``i`` holds die ``i``), ``192 + row`` to announce a row
+(192..207). Yahtzee uses column 0 with its 13 boxes in card order as rows, and holds 128..159.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+N_COLS = 8
+N_ROWS = 16
+MAX_DICE = 6
+SCORE_SCALE = 80.0
+STATE_DIM = 32
+N_PLACEMENTS = N_COLS * N_ROWS          # 128
+HOLD_OFFSET = N_PLACEMENTS              # 128
+N_HOLD_PATTERNS = 1 << MAX_DICE         # 64
+ANNOUNCE_OFFSET = HOLD_OFFSET + N_HOLD_PATTERNS  # 192
+N_ACTIONS = ANNOUNCE_OFFSET + N_ROWS    # 208
+
+#: Column kinds; the index is the column-type id the network embeds.
+COLUMN_TYPES = ("unused", "yahtzee", "down", "up", "free", "announce", "hand",
+                "from_middle", "to_middle")
+
+#: Slots of the 32-wide state vector.
+STATE_FIELDS = {
+    "rolls_left": slice(0, 6),        # one-hot 0..5 rolls left
+    "roll_number": 6,                 # roll number / max rolls
+    "announced": slice(7, 24),        # one-hot: 16 rows + "none" at index 23
+    "game_is_yahtzee": 24,
+    "n_dice_6": 25,                   # 1 when the game uses six dice
+    "upper_bonus_on": 26,
+    "yahtzee_bonus_on": 27,
+    "joker_rule": slice(28, 32),      # one-hot forced/free/priority/none (Yahtzee)
+}
+
+
+@dataclass
+class EncodedBatch:
+    """A batch of positions in the shared layout (see the module docstring for shapes)."""
+
+    columns: np.ndarray
+    column_type: np.ndarray
+    column_features: np.ndarray
+    dice: np.ndarray
+    state: np.ndarray
+    legal: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.dice.shape[0])
+
+    @classmethod
+    def empty(cls, batch: int) -> "EncodedBatch":
+        """All-zero batch of ``batch`` positions."""
+        return cls(
+            columns=np.zeros((batch, N_COLS, N_ROWS, 2), np.float32),
+            column_type=np.zeros((batch, N_COLS), np.int64),
+            column_features=np.zeros((batch, N_COLS, 4), np.float32),
+            dice=np.zeros((batch, MAX_DICE), np.int64),
+            state=np.zeros((batch, STATE_DIM), np.float32),
+            legal=np.zeros((batch, N_ACTIONS), np.bool_),
+        )
+
+
+def yahtzee_action_to_shared(action: np.ndarray) -> np.ndarray:
+    """Map Yahtzee engine actions (0..12 boxes, 13..44 holds) to the shared action space."""
+    a = np.asarray(action, dtype=np.int64)
+    return np.where(a < 13, a, HOLD_OFFSET + (a - 13))
+
+
+def shared_action_to_yahtzee(action: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`yahtzee_action_to_shared`.
+
+    Raises:
+        ValueError: an action outside Yahtzee's part of the shared space.
+    """
+    a = np.asarray(action, dtype=np.int64)
+    ok = (a >= 0) & (a < 13) | (a >= HOLD_OFFSET) & (a < HOLD_OFFSET + 32)
+    if not np.all(ok):
+        raise ValueError(f"actions {a[~ok][:5].tolist()} are not Yahtzee actions in the shared space")
+    return np.where(a < 13, a, a - HOLD_OFFSET + 13)
+
+
+def encode_yahtzee(batch, rules) -> EncodedBatch:
+    """Encode a :class:`~yamblab.games.engine.YahtzeeBatch` in the shared layout.
+
+    Args:
+        batch: the engine (n games).
+        rules: its :class:`~yamblab.games.yahtzee.YahtzeeRules`.
+
+    Returns:
+        :class:`EncodedBatch` of n positions (finished games get an all-False legal mask).
+    """
+    n = batch.n
+    enc = EncodedBatch.empty(n)
+    scores = batch.box_scores.astype(np.float32)
+    filled = scores >= 0
+    enc.columns[:, 0, :13, 0] = filled
+    enc.columns[:, 0, :13, 1] = np.where(filled, scores, 0.0) / SCORE_SCALE
+    enc.column_type[:, 0] = COLUMN_TYPES.index("yahtzee")
+    up = batch.upper_raw.astype(np.float32)
+    enc.column_features[:, 0, 0] = up / 60.0
+    enc.column_features[:, 0, 1] = np.maximum(0.0, 63.0 - up) / 60.0
+    enc.column_features[:, 0, 3] = np.where(filled[:, 0], scores[:, 0], 0.0) / 5.0
+    enc.dice[:, :5] = batch.dice
+    rl = batch.rolls_left.astype(np.int64)
+    enc.state[np.arange(n), rl] = 1.0
+    enc.state[:, 6] = (2 - rl) / 2.0
+    enc.state[:, 23] = 1.0
+    enc.state[:, 24] = 1.0
+    enc.state[:, 26] = float(rules.upper_bonus)
+    enc.state[:, 27] = float(rules.yahtzee_bonus)
+    enc.state[:, 28 + rules.joker_code] = 1.0
+    legal = batch.legal_actions()
+    enc.legal[:, :13] = legal[:, :13]
+    enc.legal[:, HOLD_OFFSET:HOLD_OFFSET + 32] = legal[:, 13:]
+    return enc

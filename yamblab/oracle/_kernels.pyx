@@ -1,0 +1,353 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Hot loops of the Yahtzee oracle: the within-turn pass over lanes of upper subtotals.
+
+Table layout (float64, C order): ``V[mask12, ystate, upper]`` of shape (4096, 3, 64): the
+expected points still to come from a boundary state, where ``mask12`` holds the 12
+non-Yahtzee boxes (Chance at bit 11), ``ystate`` the Yahtzee box (0 open, 1 zero, 2 fifty)
+and ``upper`` the upper subtotal capped at 63.
+
+The within-turn pass (seed 001) for one (mask12, ystate) group runs on a vector of lanes,
+one per upper subtotal, stored contiguously (DESIGN.md: "Techniques known to make the oracle
+fast"). Keep values are averaged one die at a time (6 additions per keep), and the best keep
+inside a roll is found by the recursion ``M[k] = max(E[k], max_f M[k - f])`` over sub-keeps.
+"""
+
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange, parallel
+from libc.stdlib cimport malloc, free
+from libc.math cimport INFINITY
+
+include "_yahtzee_rules.pxi"
+
+cnp.import_array()
+_init_rule_tables()
+
+cdef enum:
+    LMAX = 64
+    KOFF5 = 210
+
+
+cdef struct RuleParams:
+    int joker
+    int upper_bonus
+    int yahtzee_bonus
+
+
+cdef inline int upper_max(int m12) noexcept nogil:
+    """Largest capped upper subtotal reachable with the filled upper boxes of m12."""
+    cdef int f, s = 0
+    for f in range(6):
+        if (m12 >> f) & 1:
+            s += 5 * (f + 1)
+    return 63 if s > 63 else s
+
+
+cdef void f_stage(const double* V, int m12, int ys, int u0, int L, RuleParams rp,
+                  double* F, double* G) noexcept nogil:
+    """Final-roll values F[r*L + j] = max over legal boxes (points + value of next state)."""
+    cdef int open13 = (~mask12_to_13(m12)) & 0x1FFF
+    cdef int c, n, j, r, s, b, nu, u, face, lm, pts, ybon
+    cdef bint jk
+    cdef const double* Vn
+    cdef const double* Vlow[13]
+    cdef const double* Vy0 = NULL
+    cdef const double* Vy50 = NULL
+    cdef double* row
+    cdef double* g
+    cdef double v
+    if ys != 0:
+        open13 &= ~(1 << BOX_YAHTZEE)
+    else:
+        Vy0 = V + (m12 * 3 + 1) * LMAX
+        Vy50 = V + (m12 * 3 + 2) * LMAX
+    # Upper boxes: the shifted next-state vectors for each count of the face.
+    for c in range(6):
+        if not (open13 >> c) & 1:
+            continue
+        Vn = V + ((m12 | (1 << c)) * 3 + ys) * LMAX
+        for n in range(6):
+            s = (c + 1) * n
+            g = G + (c * 6 + n) * L
+            for j in range(L):
+                u = u0 + j
+                b = 0
+                if rp.upper_bonus:
+                    nu = u + s
+                    if u < 63 and nu >= 63:
+                        b = 35
+                    if nu > 63:
+                        nu = 63
+                else:
+                    nu = 0
+                g[j] = <double>(s + b) + Vn[nu]
+    for c in range(6, 13):
+        if c != BOX_YAHTZEE and (open13 >> c) & 1:
+            Vlow[c] = V + ((m12 | (1 << (c if c < 12 else 11))) * 3 + ys) * LMAX + u0
+    for r in range(252):
+        row = F + r * L
+        for j in range(L):
+            row[j] = -INFINITY
+        face = YFACE[r]
+        lm = legal_box_mask(face, ys, open13 | ((1 << BOX_YAHTZEE) if ys == 0 else 0), rp.joker)
+        jk = joker_on(face, ys, open13, rp.joker)
+        ybon = 100 if (face >= 0 and ys == 2 and rp.yahtzee_bonus) else 0
+        for c in range(13):
+            if not (lm >> c) & 1:
+                continue
+            pts = box_points(r, c, jk)
+            if c < 6:
+                g = G + (c * 6 + pts // (c + 1)) * L
+                for j in range(L):
+                    if g[j] > row[j]:
+                        row[j] = g[j]
+            elif c == BOX_YAHTZEE:
+                Vn = (Vy50 if pts == 50 else Vy0) + u0
+                for j in range(L):
+                    v = <double>pts + Vn[j]
+                    if v > row[j]:
+                        row[j] = v
+            else:
+                Vn = Vlow[c]
+                for j in range(L):
+                    v = <double>pts + Vn[j]
+                    if v > row[j]:
+                        row[j] = v
+        if ybon:
+            for j in range(L):
+                row[j] += ybon
+
+
+cdef inline void average_keeps(double* A, int L) noexcept nogil:
+    """A[k] = mean over the next die's face of A[k + f], for keeps of 4 dice down to 0."""
+    cdef int k, j
+    cdef double* a
+    cdef double* p0
+    cdef double* p1
+    cdef double* p2
+    cdef double* p3
+    cdef double* p4
+    cdef double* p5
+    for k in range(KOFF5 - 1, -1, -1):
+        a = A + k * L
+        p0 = A + KEEP_ADD_C[k][0] * L
+        p1 = A + KEEP_ADD_C[k][1] * L
+        p2 = A + KEEP_ADD_C[k][2] * L
+        p3 = A + KEEP_ADD_C[k][3] * L
+        p4 = A + KEEP_ADD_C[k][4] * L
+        p5 = A + KEEP_ADD_C[k][5] * L
+        for j in range(L):
+            a[j] = (p0[j] + p1[j] + p2[j] + p3[j] + p4[j] + p5[j]) / 6.0
+
+
+cdef inline void best_subkeep(const double* A, double* B, int L) noexcept nogil:
+    """B[k] = max over sub-keeps k' of k of A[k'] (B of a roll is the best keep's value)."""
+    cdef int k, f, j
+    cdef double* b
+    cdef const double* a
+    cdef const double* s
+    for j in range(L):
+        B[j] = A[j]
+    for k in range(1, 462):
+        b = B + k * L
+        a = A + k * L
+        for j in range(L):
+            b[j] = a[j]
+        for f in range(6):
+            if KEEP_SUB_C[k][f] >= 0:
+                s = B + KEEP_SUB_C[k][f] * L
+                for j in range(L):
+                    if s[j] > b[j]:
+                        b[j] = s[j]
+
+
+cdef void group_pass(const double* V, int m12, int ys, int u0, int L, RuleParams rp,
+                     double* A, double* B, double* G, double* E2out, double* E1out,
+                     double* out) noexcept nogil:
+    """One turn for lanes u0..u0+L-1 of group (m12, ys); writes the value before rolling to out.
+
+    If E2out / E1out are not NULL, copies the keep values of the second and first keep
+    decisions there (462 * L each).
+    """
+    cdef int i, j
+    f_stage(V, m12, ys, u0, L, rp, A + KOFF5 * L, G)
+    average_keeps(A, L)                     # A: value of each keep with one roll left
+    if E2out != NULL:
+        for i in range(462 * L):
+            E2out[i] = A[i]
+    best_subkeep(A, B, L)                   # B rolls: K2 (best after the second roll)
+    for i in range(KOFF5 * L, 462 * L):
+        A[i] = B[i]
+    average_keeps(A, L)                     # A: value of each keep with two rolls left
+    if E1out != NULL:
+        for i in range(462 * L):
+            E1out[i] = A[i]
+    best_subkeep(A, B, L)                   # B rolls: K1 (best after the first roll)
+    for i in range(KOFF5 * L, 462 * L):
+        A[i] = B[i]
+    average_keeps(A, L)                     # A[0]: the empty keep = value before rolling
+    for j in range(L):
+        out[j] = A[j]
+
+
+def layer_groups(int n_filled):
+    """The (mask12, ystate) groups whose card has n_filled boxes filled, as int32 (n, 2)."""
+    out = []
+    for m in range(4096):
+        pc = bin(m).count("1")
+        if pc == n_filled:
+            out.append((m, 0))
+        if pc + 1 == n_filled:
+            out.append((m, 1))
+            out.append((m, 2))
+    return np.array(out, dtype=np.int32).reshape(-1, 2)
+
+
+def solve(int joker, bint upper_bonus, bint yahtzee_bonus, int n_threads=0, progress=None):
+    """Build the exact table for a Yahtzee variant by backward induction over boundary states.
+
+    Args:
+        joker: 0 forced, 1 free, 2 priority, 3 none.
+        upper_bonus, yahtzee_bonus: whether those bonuses are paid.
+        n_threads: OpenMP threads (0: all cores).
+        progress: optional callable(n_groups_done) called after each layer.
+
+    Returns:
+        float64 array (4096, 3, 64): expected points still to come (entries beyond the largest
+        reachable upper subtotal of a mask are NaN).
+    """
+    cdef cnp.ndarray[cnp.float64_t, ndim=3] table = np.full((4096, 3, 64), np.nan)
+    cdef double* V = <double*> table.data
+    cdef RuleParams rp
+    rp.joker = joker
+    rp.upper_bonus = upper_bonus
+    rp.yahtzee_bonus = yahtzee_bonus
+    cdef int[:, :] groups
+    cdef int n, i, m12, ys, L, u0, ng, j
+    cdef double* A = NULL
+    cdef double* B = NULL
+    cdef double* G = NULL
+    cdef double out[64]
+    if n_threads <= 0:
+        import os
+        n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    # Full card: nothing left to earn.
+    table[4095, 1:, :] = 0.0
+    for n in range(12, -1, -1):
+        groups = layer_groups(n)
+        ng = groups.shape[0]
+        with nogil, parallel(num_threads=n_threads):
+            A = <double*> malloc(462 * LMAX * sizeof(double))
+            B = <double*> malloc(462 * LMAX * sizeof(double))
+            G = <double*> malloc(36 * LMAX * sizeof(double))
+            for i in prange(ng, schedule="dynamic", chunksize=4):
+                m12 = groups[i, 0]
+                ys = groups[i, 1]
+                if upper_bonus:
+                    L = upper_max(m12) + 1
+                else:
+                    L = 1
+                group_pass(V, m12, ys, 0, L, rp, A, B, G, NULL, NULL,
+                           V + (m12 * 3 + ys) * LMAX)
+                if not upper_bonus:
+                    for j in range(1, 64):
+                        V[(m12 * 3 + ys) * LMAX + j] = V[(m12 * 3 + ys) * LMAX]
+            free(A)
+            free(B)
+            free(G)
+        if progress is not None:
+            progress(ng)
+    return table
+
+
+def turn_solutions(const double[:, :, ::1] V, int joker, bint upper_bonus, bint yahtzee_bonus,
+                   const long long[:, ::1] states):
+    """Keep values of the two keep decisions of a turn, for many boundary states.
+
+    Args:
+        V: valuation table (4096, 3, 64) float64 (the oracle table, or any valuation).
+        states: int64 (n, 3) of (mask12, ystate, upper).
+
+    Returns:
+        ``(E1, E2)``: float64 arrays (n, 462). ``E1[i, k]`` is the expected points still to
+        come (this turn included) after holding keep ``k`` with two rolls left;
+        ``E2[i, k]`` the same with one roll left.
+    """
+    cdef Py_ssize_t n = states.shape[0], i
+    E1 = np.empty((n, 462), dtype=np.float64)
+    E2 = np.empty((n, 462), dtype=np.float64)
+    cdef double[:, ::1] e1 = E1
+    cdef double[:, ::1] e2 = E2
+    cdef RuleParams rp
+    rp.joker = joker
+    rp.upper_bonus = upper_bonus
+    rp.yahtzee_bonus = yahtzee_bonus
+    cdef double* A = <double*> malloc(462 * sizeof(double))
+    cdef double* B = <double*> malloc(462 * sizeof(double))
+    cdef double* G = <double*> malloc(36 * sizeof(double))
+    cdef double out[1]
+    cdef int u
+    try:
+        with nogil:
+            for i in range(n):
+                u = <int>states[i, 2] if upper_bonus else 0
+                group_pass(&V[0, 0, 0], <int>states[i, 0], <int>states[i, 1], u, 1, rp,
+                           A, B, G, &e2[i, 0], &e1[i, 0], out)
+    finally:
+        free(A)
+        free(B)
+        free(G)
+    return E1, E2
+
+
+def box_values(const double[:, :, ::1] V, int joker, bint upper_bonus, bint yahtzee_bonus,
+               const long long[:, ::1] states, const long long[::1] rolls):
+    """Value of scoring each box: points now plus the table's value of the next state.
+
+    Args:
+        V: valuation table (4096, 3, 64) float64.
+        states: int64 (n, 3) of (mask12, ystate, upper); rolls: int64 (n,) roll indices.
+
+    Returns:
+        float64 (n, 13): points (with bonuses) plus ``V`` of the next state; ``-inf`` where the
+        box is not legal.
+    """
+    cdef Py_ssize_t n = states.shape[0], i
+    out = np.full((n, 13), -np.inf)
+    cdef double[:, ::1] o = out
+    cdef int m12, ys, u, r, c, face, lm, open13, pts, s, b, nu, nm, nys, ybon
+    cdef bint jk
+    with nogil:
+        for i in range(n):
+            m12 = <int>states[i, 0]
+            ys = <int>states[i, 1]
+            u = <int>states[i, 2] if upper_bonus else 0
+            r = <int>rolls[i]
+            open13 = (~mask12_to_13(m12)) & 0x1FFF
+            if ys != 0:
+                open13 &= ~(1 << BOX_YAHTZEE)
+            face = YFACE[r]
+            lm = legal_box_mask(face, ys, open13, joker)
+            jk = joker_on(face, ys, open13 & ~(1 << BOX_YAHTZEE), joker)
+            ybon = 100 if (face >= 0 and ys == 2 and yahtzee_bonus) else 0
+            for c in range(13):
+                if not (lm >> c) & 1:
+                    continue
+                pts = box_points(r, c, jk)
+                if c < 6:
+                    b = 0
+                    if upper_bonus:
+                        nu = u + pts
+                        if u < 63 and nu >= 63:
+                            b = 35
+                        if nu > 63:
+                            nu = 63
+                    else:
+                        nu = 0
+                    o[i, c] = (<double>(pts + b) + V[m12 | (1 << c), ys, nu]) + ybon
+                elif c == BOX_YAHTZEE:
+                    o[i, c] = (<double>pts + V[m12, 2 if pts == 50 else 1, u]) + ybon
+                else:
+                    nm = m12 | (1 << (c if c < 12 else 11))
+                    o[i, c] = (<double>pts + V[nm, ys, u]) + ybon
+    return out

@@ -41,6 +41,7 @@ common = dict(include_dirs=[np.get_include()], extra_compile_args=compile_args,
 extensions = [
     Extension("yamblab.games._engine", ["yamblab/games/_engine.pyx"], **common),
     Extension("yamblab.oracle._kernels", ["yamblab/oracle/_kernels.pyx"], **common),
+    Extension("yamblab.games._yamb_engine", ["yamblab/games/_yamb_engine.pyx"], **common),
 ]
 
 setup(ext_modules=cythonize(extensions, include_path=["yamblab/games"],

@@ -351,3 +351,172 @@ def box_values(const double[:, :, ::1] V, int joker, bint upper_bonus, bint yaht
                     nm = m12 | (1 << (c if c < 12 else 11))
                     o[i, c] = (<double>pts + V[nm, ys, u]) + ybon
     return out
+
+
+cdef void f_stage_eval(const double* W, const double* T, int m12, int ys, int L, RuleParams rp,
+                       double* FW, double* FT, double* GW, double* GT) noexcept nogil:
+    """Final roll of a turn-perfect agent: box chosen by W (ties to the first box in card
+    order), valued by T. Lanes are upper subtotals 0..L-1."""
+    cdef int open13 = (~mask12_to_13(m12)) & 0x1FFF
+    cdef int c, n, j, r, s, b, nu, face, lm, pts, ybon, off
+    cdef bint jk
+    cdef const double* Wn
+    cdef const double* Tn
+    cdef double* rw
+    cdef double* rt
+    cdef double* gw
+    cdef double* gt
+    cdef double wv
+    if ys != 0:
+        open13 &= ~(1 << BOX_YAHTZEE)
+    for c in range(6):
+        if not (open13 >> c) & 1:
+            continue
+        off = ((m12 | (1 << c)) * 3 + ys) * LMAX
+        for n in range(6):
+            s = (c + 1) * n
+            gw = GW + (c * 6 + n) * L
+            gt = GT + (c * 6 + n) * L
+            for j in range(L):
+                b = 0
+                if rp.upper_bonus:
+                    nu = j + s
+                    if j < 63 and nu >= 63:
+                        b = 35
+                    if nu > 63:
+                        nu = 63
+                else:
+                    nu = 0
+                gw[j] = <double>(s + b) + W[off + nu]
+                gt[j] = <double>(s + b) + T[off + nu]
+    for r in range(252):
+        rw = FW + r * L
+        rt = FT + r * L
+        for j in range(L):
+            rw[j] = -INFINITY
+            rt[j] = -INFINITY
+        face = YFACE[r]
+        lm = legal_box_mask(face, ys, open13, rp.joker)
+        jk = joker_on(face, ys, open13, rp.joker)
+        ybon = 100 if (face >= 0 and ys == 2 and rp.yahtzee_bonus) else 0
+        for c in range(13):
+            if not (lm >> c) & 1:
+                continue
+            pts = box_points(r, c, jk)
+            if c < 6:
+                gw = GW + (c * 6 + pts // (c + 1)) * L
+                gt = GT + (c * 6 + pts // (c + 1)) * L
+                for j in range(L):
+                    if gw[j] > rw[j]:
+                        rw[j] = gw[j]
+                        rt[j] = gt[j]
+            else:
+                if c == BOX_YAHTZEE:
+                    off = (m12 * 3 + (2 if pts == 50 else 1)) * LMAX
+                else:
+                    off = ((m12 | (1 << (c if c < 12 else 11))) * 3 + ys) * LMAX
+                for j in range(L):
+                    wv = <double>pts + W[off + j]
+                    if wv > rw[j]:
+                        rw[j] = wv
+                        rt[j] = <double>pts + T[off + j]
+        if ybon:
+            for j in range(L):
+                rw[j] += ybon
+                rt[j] += ybon
+
+
+cdef void choose_keeps(const double* AW, const double* AT, double* BW, double* BT, int L) noexcept nogil:
+    """For each roll, the keep with the best W value (ties to the lowest keep index), valued by T.
+    Writes the results into the roll rows (210 + r) of BW / BT."""
+    cdef int r, i, k, j
+    cdef double* bw
+    cdef double* bt
+    cdef const double* aw
+    cdef const double* at
+    for r in range(252):
+        bw = BW + (KOFF5 + r) * L
+        bt = BT + (KOFF5 + r) * L
+        for j in range(L):
+            bw[j] = -INFINITY
+            bt[j] = -INFINITY
+        for i in range(NSUBK[r]):
+            k = SUBK[r][i]
+            aw = AW + k * L
+            at = AT + k * L
+            for j in range(L):
+                if aw[j] > bw[j]:
+                    bw[j] = aw[j]
+                    bt[j] = at[j]
+
+
+def evaluate_policy(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtzee_bonus,
+                    int n_threads=0, progress=None):
+    """Exact policy evaluation of the turn-perfect agent against valuation W (seed 003).
+
+    The agent plays every turn exactly for the valuation W (every keep and box maximises
+    points now plus W of the next boundary state; ties go to the first box in card order and
+    to the lowest keep index); this backward pass follows its choices with the true rewards.
+
+    Args:
+        W: float64 (4096, 3, 64) valuation (the oracle table, zeros for greedy, a formula...).
+
+    Returns:
+        float64 (4096, 3, 64): the agent's exact expected points still to come.
+    """
+    cdef cnp.ndarray[cnp.float64_t, ndim=3] table = np.full((4096, 3, 64), np.nan)
+    cdef double* T = <double*> table.data
+    cdef const double* Wp = &W[0, 0, 0]
+    cdef RuleParams rp
+    rp.joker = joker
+    rp.upper_bonus = upper_bonus
+    rp.yahtzee_bonus = yahtzee_bonus
+    cdef int[:, :] groups
+    cdef int n, i, m12, ys, L, ng, j, stage
+    cdef double* AW = NULL
+    cdef double* AT = NULL
+    cdef double* BW = NULL
+    cdef double* BT = NULL
+    cdef double* GW = NULL
+    cdef double* GT = NULL
+    if n_threads <= 0:
+        import os
+        n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    table[4095, 1:, :] = 0.0
+    for n in range(12, -1, -1):
+        groups = layer_groups(n)
+        ng = groups.shape[0]
+        with nogil, parallel(num_threads=n_threads):
+            AW = <double*> malloc(462 * LMAX * sizeof(double))
+            AT = <double*> malloc(462 * LMAX * sizeof(double))
+            BW = <double*> malloc(462 * LMAX * sizeof(double))
+            BT = <double*> malloc(462 * LMAX * sizeof(double))
+            GW = <double*> malloc(36 * LMAX * sizeof(double))
+            GT = <double*> malloc(36 * LMAX * sizeof(double))
+            for i in prange(ng, schedule="dynamic", chunksize=4):
+                m12 = groups[i, 0]
+                ys = groups[i, 1]
+                L = (upper_max(m12) + 1) if upper_bonus else 1
+                f_stage_eval(Wp, T, m12, ys, L, rp, AW + KOFF5 * L, AT + KOFF5 * L, GW, GT)
+                for stage in range(2):
+                    average_keeps(AW, L)
+                    average_keeps(AT, L)
+                    choose_keeps(AW, AT, BW, BT, L)
+                    for j in range(KOFF5 * L, 462 * L):
+                        AW[j] = BW[j]
+                        AT[j] = BT[j]
+                average_keeps(AT, L)
+                for j in range(L):
+                    T[(m12 * 3 + ys) * LMAX + j] = AT[j]
+                if not upper_bonus:
+                    for j in range(1, 64):
+                        T[(m12 * 3 + ys) * LMAX + j] = AT[0]
+            free(AW)
+            free(AT)
+            free(BW)
+            free(BT)
+            free(GW)
+            free(GT)
+        if progress is not None:
+            progress(ng)
+    return table

@@ -1,0 +1,152 @@
+"""Baseline Yahtzee agents: random, greedy, oracle, and turn-perfect play for any valuation.
+
+A **turn-perfect agent** (seed 003) plays each turn exactly: every keep and every box
+maximises the points scored this turn plus a *valuation* of the boundary state it leaves.
+With the oracle table as valuation it is optimal; with the zero valuation it is greedy.
+Ties go to the first box in card order and to the keep with the lowest keep index, the same
+rules as :func:`yamblab.oracle.policy_eval.evaluate_policy`, so that simulated games and the
+exact evaluation follow the same policy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from yamblab.agents.base import Agent, register
+from yamblab.games.dice import KEEP_OFFSET
+from yamblab.games.yahtzee import YahtzeeRules
+from yamblab.oracle import _kernels
+
+KEEP_ALL_HOLD = 31
+
+
+class TurnValues:
+    """Per-game cache of the keep values of the current turn for a valuation table.
+
+    Args:
+        valuation: float64 (4096, 3, 64) table of points still to come per boundary state.
+        rules: the variant.
+    """
+
+    def __init__(self, valuation: np.ndarray, rules: YahtzeeRules):
+        self.W = np.ascontiguousarray(valuation, dtype=np.float64)
+        self.rules = rules
+        self._turn = None
+
+    def _args(self):
+        r = self.rules
+        return r.joker_code, r.upper_bonus, r.yahtzee_bonus
+
+    def update(self, batch) -> None:
+        """Compute the turn's keep values for games that started a new turn."""
+        n = batch.n
+        if self._turn is None or self._turn.shape[0] != n:
+            self._turn = np.full(n, -1, dtype=np.int64)
+            self.E1 = np.zeros((n, 462))
+            self.E2 = np.zeros((n, 462))
+        turn = batch.turn.astype(np.int64)
+        need = np.flatnonzero((turn < 13) & (turn != self._turn))
+        if need.size:
+            states = np.ascontiguousarray(batch.boundary_states()[need])
+            e1, e2 = _kernels.turn_solutions(self.W, *self._args(), states)
+            self.E1[need] = e1
+            self.E2[need] = e2
+            self._turn[need] = turn[need]
+
+    def action_values(self, batch):
+        """Values of every action now: ``(box_values (n, 13), hold_values (n, 32), keeps (n, 32))``.
+
+        ``box_values`` are points now plus the valuation of the next state (``-inf`` if
+        illegal); ``hold_values`` the expected value of each hold mask (``-inf`` with no roll
+        left); ``keeps`` the keep index each hold mask makes.
+        """
+        self.update(batch)
+        states = batch.boundary_states()
+        rolls = batch.roll_indices()
+        box = _kernels.box_values(self.W, *self._args(), states, rolls)
+        keeps = batch.hold_keeps()
+        rl = batch.rolls_left
+        E = np.where((rl == 2)[:, None], self.E1, self.E2)
+        hold = np.take_along_axis(E, keeps.astype(np.int64), axis=1)
+        hold[rl == 0] = -np.inf
+        return box, hold, keeps
+
+
+def turn_perfect_actions(box, hold, keeps, batch) -> np.ndarray:
+    """The turn-perfect choice given action values (see :class:`TurnValues`), int64 (n,)."""
+    n = batch.n
+    rl = batch.rolls_left
+    actions = np.argmax(box, axis=1).astype(np.int64)          # first box on ties
+    rolling = np.flatnonzero((rl > 0) & (batch.turn < 13))
+    if rolling.size:
+        h = hold[rolling]
+        k = keeps[rolling]
+        best = h.max(axis=1, keepdims=True)
+        kbest = np.where(h == best, k, 1 << 30).min(axis=1)    # lowest keep index on ties
+        hmask = np.argmax(k == kbest[:, None], axis=1)
+        keep_all = kbest == (batch.roll_indices()[rolling] + int(KEEP_OFFSET[5]))
+        last = rl[rolling] == 1
+        act = 13 + hmask
+        act = np.where(keep_all & ~last, 13 + KEEP_ALL_HOLD, act)
+        act = np.where(keep_all & last, actions[rolling], act)  # nothing to reroll: score now
+        actions[rolling] = act
+    actions[batch.turn >= 13] = 0
+    return actions[:n]
+
+
+class TurnPerfectAgent(Agent):
+    """Plays every turn exactly against a valuation table (seed 003).
+
+    Args:
+        valuation: float64 (4096, 3, 64): points still to come per boundary state.
+        rules: the variant.
+        name: the agent's name in reports.
+    """
+
+    def __init__(self, valuation: np.ndarray, rules: YahtzeeRules, name: str = "turn-perfect"):
+        self.values = TurnValues(valuation, rules)
+        self.name = name
+
+    def act(self, batch) -> np.ndarray:
+        box, hold, keeps = self.values.action_values(batch)
+        return turn_perfect_actions(box, hold, keeps, batch)
+
+
+class RandomAgent(Agent):
+    """Uniformly random legal actions (reproducible from ``seed``)."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0):
+        self.seed = int(seed) & (2**64 - 1)
+        self.step = 0
+
+    def reset(self, batch) -> None:
+        self.step = 0
+
+    def act(self, batch) -> np.ndarray:
+        self.step += 1
+        return batch.random_actions(self.seed, self.step)
+
+
+def zero_valuation() -> np.ndarray:
+    """The zero valuation: every boundary state worth 0 (greedy play)."""
+    return np.zeros((4096, 3, 64))
+
+
+@register("random")
+def _random(rules, table=None, seed=0, **_):
+    return RandomAgent(seed)
+
+
+@register("greedy")
+def _greedy(rules, table=None, seed=0, **_):
+    return TurnPerfectAgent(zero_valuation(), rules, name="greedy")
+
+
+@register("oracle")
+def _oracle(rules, table=None, seed=0, **_):
+    from yamblab.oracle.table import OracleTable
+
+    table = table or OracleTable.get(rules)
+    return TurnPerfectAgent(table.values, rules, name="oracle")

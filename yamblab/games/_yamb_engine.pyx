@@ -72,7 +72,7 @@ cdef class YambCore:
         if n < 0:
             raise ValueError(f"number of games {n} must not be negative")
         self.n = n
-        self.kinds = np.ascontiguousarray(kinds, dtype=np.int8)
+        self.kinds = np.array(kinds, dtype=np.int8, order="C", copy=True)
         self.C = self.kinds.shape[0]
         self.R = R
         self.nd = n_dice
@@ -94,8 +94,8 @@ cdef class YambCore:
                 self.ann_col = c
         self.seed = seed
         self.first_game = first_game
-        self.score_tab = np.ascontiguousarray(score_tab, dtype=np.int16)
-        self.code_to_roll = np.ascontiguousarray(code_to_roll, dtype=np.int16)
+        self.score_tab = np.array(score_tab, dtype=np.int16, order="C", copy=True)
+        self.code_to_roll = np.array(code_to_roll, dtype=np.int16, order="C", copy=True)
         self.dice = np.zeros((n, n_dice), dtype=np.int8)
         self.rolls_used = np.zeros(n, dtype=np.int8)
         self.rolls_max = np.zeros(n, dtype=np.int8)

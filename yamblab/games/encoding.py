@@ -20,6 +20,12 @@ field                     shape, dtype       meaning
 Action space (208): ``col * 16 + row`` for placements (0..127), ``128 + h`` for hold mask
 ``h`` over up to 6 dice (128..191; bit ``i`` holds die ``i``), ``192 + row`` to announce a row
 (192..207). Yahtzee uses column 0 with its 13 boxes in card order as rows, and holds 128..159.
+
+Yamb (:func:`encode_yamb`) uses columns 0..C-1 in card order with its rows in card order, holds
+128..159 (5 dice) or 128..191 (6 dice), and announcements 192 + row. The joker slots 28..31 are
+Yahtzee's; in a Yamb position (``game_is_yahtzee`` = 0) the same four slots carry Yamb's variant
+flags instead (:data:`YAMB_STATE_FLAGS`): straights by roll, a Yamb counts as a full house, the
+middle term is clamped at 0, the last turn has extra rolls.
 """
 
 from __future__ import annotations
@@ -136,3 +142,87 @@ def encode_yahtzee(batch, rules) -> EncodedBatch:
     enc.legal[:, :13] = legal[:, :13]
     enc.legal[:, HOLD_OFFSET:HOLD_OFFSET + 32] = legal[:, 13:]
     return enc
+
+
+# ----------------------------------------------------------------------------- Yamb
+#: In a Yamb position, state slots 28..31 (Yahtzee's joker one-hot) hold these flags.
+YAMB_STATE_FLAGS = {
+    "straight_by_roll": 28,
+    "yamb_is_full": 29,
+    "middle_clamp": 30,
+    "last_turn_extra_rolls": 31,
+}
+
+
+def encode_yamb(batch, rules=None) -> EncodedBatch:
+    """Encode a :class:`~yamblab.games.yamb_engine.YambBatch` in the shared layout (seed 000).
+
+    Column ``c`` of the card is column ``c`` of the layout, with its kind as the column type
+    and its rows in card order (``score / 80`` with a filled flag). Column features: upper
+    sum / 60, the gap to the upper threshold / 60, the middle term Ones × (Max − Min) / 60
+    (0 until Ones, Max and Min are filled), the Ones box (the number of ones) / 5. State:
+    rolls left (one-hot), roll number / rolls allowed this turn, the announced row (one-hot,
+    slot 23 = none), ``n_dice_6``, ``upper_bonus_on``, and :data:`YAMB_STATE_FLAGS`.
+
+    Args:
+        batch: the engine (n games).
+        rules: its :class:`~yamblab.games.yamb.YambRules` (default ``batch.rules``).
+
+    Returns:
+        :class:`EncodedBatch` of n positions (finished games get an all-False legal mask).
+    """
+    from yamblab.games.yamb import MAX_ROW, MIN_ROW, ONES_ROW
+    from yamblab.games.yamb_engine import yamb_action_to_shared
+
+    rules = batch.rules if rules is None else rules
+    n, C, R = batch.n, rules.n_columns, rules.n_rows
+    enc = EncodedBatch.empty(n)
+    card = batch.card.astype(np.float32)
+    filled = card >= 0
+    sc = np.where(filled, card, 0.0)
+    enc.columns[:, :C, :R, 0] = filled
+    enc.columns[:, :C, :R, 1] = sc / SCORE_SCALE
+    enc.column_type[:, :C] = [COLUMN_TYPES.index(k) for k in rules.columns]
+    up = sc[:, :, :6].sum(axis=2)
+    enc.column_features[:, :C, 0] = up / 60.0
+    enc.column_features[:, :C, 1] = np.maximum(0.0, rules.upper_bonus_threshold - up) / 60.0
+    mid = sc[:, :, ONES_ROW] * (sc[:, :, MAX_ROW] - sc[:, :, MIN_ROW])
+    if rules.middle_clamp:
+        mid = np.maximum(mid, 0.0)
+    mid = np.where(filled[:, :, ONES_ROW] & filled[:, :, MAX_ROW] & filled[:, :, MIN_ROW], mid, 0.0)
+    enc.column_features[:, :C, 2] = mid / 60.0
+    enc.column_features[:, :C, 3] = sc[:, :, ONES_ROW] / 5.0
+    enc.dice[:, :rules.n_dice] = batch.dice
+    done = batch.done
+    ru = batch.rolls_used.astype(np.int64)
+    rm = batch.rolls_max.astype(np.int64)
+    rl = np.where(done, 0, rm - ru)
+    enc.state[np.arange(n), rl] = 1.0
+    enc.state[:, 6] = np.where(done, 0.0, ru / np.maximum(rm, 1))
+    ann = batch.announced.astype(np.int64)
+    enc.state[np.arange(n), np.where(ann >= 0, 7 + ann, 23)] = 1.0
+    enc.state[:, 25] = float(rules.n_dice == 6)
+    enc.state[:, 26] = float(rules.upper_bonus > 0)
+    enc.state[:, 28] = float(rules.straight_scoring == "by_roll")
+    enc.state[:, 29] = float(rules.yamb_is_full)
+    enc.state[:, 30] = float(rules.middle_clamp)
+    enc.state[:, 31] = float(rules.last_turn_rolls > rules.rolls)
+    legal = batch.legal_actions()
+    shared = yamb_action_to_shared(rules, np.arange(legal.shape[1]))
+    enc.legal[:, shared] = legal
+    return enc
+
+
+def decode_yamb_card(enc: EncodedBatch, rules) -> np.ndarray:
+    """The Yamb card held in an :class:`EncodedBatch`: int16 (B, C, R), -1 for open boxes.
+
+    Raises:
+        ValueError: an encoding whose column types do not match ``rules``.
+    """
+    C, R = rules.n_columns, rules.n_rows
+    want = [COLUMN_TYPES.index(k) for k in rules.columns]
+    if enc.column_type.shape[0] and not np.all(enc.column_type[:, :C] == want):
+        raise ValueError("the encoded column types do not match these Yamb rules")
+    filled = enc.columns[:, :C, :R, 0] > 0.5
+    score = np.rint(enc.columns[:, :C, :R, 1] * SCORE_SCALE).astype(np.int16)
+    return np.where(filled, score, np.int16(-1)).astype(np.int16)

@@ -1,0 +1,79 @@
+"""Yamb in the shared network layout: shapes, action round trips, decoded cards."""
+
+import numpy as np
+import pytest
+
+from yamblab.errors import IllegalActionError
+from yamblab.games import encoding as E
+from yamblab.games.yamb import PRESETS, get_preset
+from yamblab.games.yamb_engine import new_yamb_batch, shared_action_to_yamb, yamb_action_to_shared
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_action_round_trip(preset):
+    r = get_preset(preset)
+    b = new_yamb_batch(1, r)
+    acts = np.arange(b.n_actions)
+    shared = yamb_action_to_shared(r, acts)
+    assert len(set(shared.tolist())) == b.n_actions
+    assert np.array_equal(shared_action_to_yamb(r, shared), acts)
+    assert shared.max() < E.N_ACTIONS
+    # Spot checks of the layout: placements col*16+row, holds 128+h, announcements 192+row.
+    assert shared[2 * r.n_rows + 3] == 2 * 16 + 3
+    assert shared[b.hold_offset + 5] == 128 + 5
+    assert shared[b.announce_offset + 4] == 192 + 4
+    with pytest.raises(IllegalActionError):
+        yamb_action_to_shared(r, [b.n_actions])
+
+
+def test_shared_actions_outside_the_card_are_refused():
+    r = get_preset("croatian")
+    for a in (4 * 16 + 0, 0 * 16 + 13, 128 + 32, 192 + 13, 208):
+        with pytest.raises(IllegalActionError):
+            shared_action_to_yamb(r, [a])
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_encoding_shapes_card_and_legal_mask_during_play(preset):
+    r = get_preset(preset)
+    b = new_yamb_batch(6, r, seed=11)
+    step = 0
+    while not b.done.all():
+        enc = E.encode_yamb(b)
+        assert enc.columns.shape == (6, 8, 16, 2) and enc.columns.dtype == np.float32
+        assert enc.legal.shape == (6, E.N_ACTIONS) and enc.state.shape == (6, E.STATE_DIM)
+        assert np.array_equal(E.decode_yamb_card(enc, r), b.card)
+        legal = b.legal_actions()
+        back = np.zeros_like(legal)
+        idx = np.flatnonzero(enc.legal.any(0))
+        back[:, shared_action_to_yamb(r, idx)] = enc.legal[:, idx]
+        assert np.array_equal(back, legal)
+        assert enc.legal.sum() == legal.sum()
+        assert np.array_equal(enc.dice[:, :r.n_dice], b.dice)
+        assert (enc.dice[:, r.n_dice:] == 0).all()
+        live = ~b.done
+        assert np.allclose(enc.state[live, :6].sum(1), 1.0)
+        ann = b.announced
+        assert np.array_equal(np.argmax(enc.state[:, 7:24], axis=1), np.where(ann >= 0, ann, 16))
+        step += 1
+        b.step(b.core.random_actions(5, step))
+    assert (E.decode_yamb_card(E.encode_yamb(b), r) >= 0).all()
+
+
+def test_column_types_features_and_flags():
+    r = get_preset("seven_column")
+    b = new_yamb_batch(1, r, seed=0)
+    enc = E.encode_yamb(b)
+    assert [E.COLUMN_TYPES[t] for t in enc.column_type[0, :7]] == list(r.columns)
+    assert enc.column_type[0, 7] == 0
+    assert enc.state[0, E.YAMB_STATE_FLAGS["straight_by_roll"]] == 1.0
+    assert enc.state[0, E.YAMB_STATE_FLAGS["middle_clamp"]] == 0.0
+    assert enc.state[0, E.STATE_FIELDS["game_is_yahtzee"]] == 0.0
+    card = np.full((7, 12), -1, dtype=np.int16)
+    card[0, :8] = [3, 4, 9, 12, 15, 18, 27, 8]
+    b.core.set_state(0, card, [1, 1, 2, 3, 4], 8, 1, -1)
+    f = E.encode_yamb(b).column_features[0, 0]
+    assert np.allclose(f, [61 / 60, 0.0, 3 * (27 - 8) / 60, 3 / 5])
+    six = E.encode_yamb(new_yamb_batch(1, "six_dice"))
+    assert six.state[0, E.STATE_FIELDS["n_dice_6"]] == 1.0
+    assert six.state[0, E.YAMB_STATE_FLAGS["last_turn_extra_rolls"]] == 1.0

@@ -125,13 +125,13 @@ def validate_dice(dice, n_dice: int = N_DICE) -> np.ndarray:
     except Exception:  # pragma: no cover - defensive
         raise InvalidDiceError(f"dice {dice!r} are not a list of faces") from None
     if arr.ndim != 1 or arr.shape[0] != n_dice:
-        raise InvalidDiceError(f"dice {list(np.ravel(arr))}: expected exactly {n_dice} dice")
+        raise InvalidDiceError(f"dice {np.ravel(arr).tolist()}: expected exactly {n_dice} dice")
     if not np.issubdtype(arr.dtype, np.integer):
         if not np.all(np.equal(np.mod(arr, 1), 0)):
-            raise InvalidDiceError(f"dice {list(arr)}: faces must be whole numbers 1..6")
+            raise InvalidDiceError(f"dice {arr.tolist()}: faces must be whole numbers 1..6")
     bad = [int(x) for x in arr if not 1 <= x <= N_FACES]
     if bad:
-        raise InvalidDiceError(f"dice {[int(x) for x in arr]}: face {bad[0]} is not between 1 and 6")
+        raise InvalidDiceError(f"dice {arr.tolist()}: face {bad[0]} is not between 1 and 6")
     return arr.astype(np.int8)
 
 

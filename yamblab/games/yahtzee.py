@@ -403,7 +403,7 @@ def parse_card(text: str) -> tuple[BoundaryState, int, dict[int, int]]:
     fifty = scores.get(YAHTZEE) == YAHTZEE_SCORE
     if ybonuses and not fifty:
         raise UnreachablePositionError("Yahtzee bonuses need a 50 in the Yahtzee box")
-    if ybonuses > len(scores) - 1:
+    if ybonuses > max(0, len(scores) - 1):
         raise UnreachablePositionError(f"{ybonuses} Yahtzee bonuses cannot fit on this card")
     state = BoundaryState(filled=filled, upper=min(UPPER_BONUS_THRESHOLD, raw_upper),
                           yahtzee_fifty=fifty)

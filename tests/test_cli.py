@@ -1,0 +1,42 @@
+import json
+
+from typer.testing import CliRunner
+
+from yamblab.platform.cli import app
+
+runner = CliRunner()
+
+
+def test_oracle_build_prints_value():
+    res = runner.invoke(app, ["oracle", "build", "--rules", "forced"])
+    assert res.exit_code == 0, res.output
+    assert "254.5877" in res.output
+
+
+def test_advise_ranks():
+    res = runner.invoke(app, ["advise", "--dice", "6,6,6,6,6", "--rolls-left", "0", "--card", "sixes=24"])
+    assert res.exit_code == 0, res.output
+    first = res.output.splitlines()[1]
+    assert first.startswith("score Yahtzee")
+
+
+def test_grade_json():
+    res = runner.invoke(app, ["grade", "--agent", "oracle", "--games", "50", "--seed", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["regret_mean"] == 0.0 and d["games"] == 50
+
+
+def test_user_mistakes_exit_2_without_traceback():
+    cases = [
+        ["advise", "--dice", "1,2,3,4,7"],
+        ["advise", "--dice", "1,2,3,4,5", "--card", "ones=7"],
+        ["advise", "--dice", "1,2,3,4,5", "--card", "sevens=7"],
+        ["oracle", "build", "--rules", "strict"],
+        ["grade", "--agent", "nobody", "--games", "3"],
+        ["grade", "--game", "chess"],
+    ]
+    for args in cases:
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "error:" in res.output and "Traceback" not in res.output

@@ -1,0 +1,120 @@
+"""Policy, value and auxiliary heads (seed 000, "Heads").
+
+Policy: one softmax over the 208 shared actions (:mod:`yamblab.games.encoding`).
+
+* Placements (0..127): each column token cross-attends to the dice tokens and the state
+  token ("what can I score here with these dice?"); a shared projection gives one logit per
+  row; the 16 dice facts (:func:`~yamblab.model.tokenizer.score_features`) are projected to
+  16 per-row terms and added on top.
+* Holds (128..191): each die casts a keep vote ``tanh(w · die token)`` in [-1, 1]; hold
+  pattern ``h`` scores ``g · Σ_i s_i(h) v_i`` with ``s_i = +1`` if ``h`` holds die ``i`` and
+  −1 otherwise (absent dice vote 0), ``g`` a learned gain. The optional hold correction is an
+  MLP over all dice tokens together that adds one learned term per pattern (seed 000, V3.3:
+  independent votes cannot express "hold 1-2-3-4 for the straight").
+* Announcements (192..207): a linear map of the state token.
+
+Value: mean pooling and/or a learned-query attention pooling of the value-branch tokens,
+then an MLP to a distribution over bins of the points still to come (or to one scalar).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from yamblab.games.encoding import MAX_DICE, N_HOLD_PATTERNS, N_ROWS
+from yamblab.model.blocks import Attention
+from yamblab.model.tokenizer import DICE_TOKEN0, N_COL_TOKENS, N_SCORE_FEATURES, STATE_TOKEN, score_features
+
+
+def hold_signs() -> torch.Tensor:
+    """float32 (64, 6): ``+1`` where hold pattern ``h`` holds die ``i`` (bit ``i``), else −1."""
+    h = torch.arange(N_HOLD_PATTERNS)[:, None]
+    bits = (h >> torch.arange(MAX_DICE)[None]) & 1
+    return bits.to(torch.float32) * 2 - 1
+
+
+class PolicyHead(nn.Module):
+    """Raw (unmasked) logits float32 (B, 208) from the policy-branch tokens (B, 15, d)."""
+
+    def __init__(self, d_model: int, n_heads: int, qk_norm: bool, use_score_features: bool,
+                 hold_correction: bool):
+        super().__init__()
+        self.ctx_norm = nn.RMSNorm(d_model)
+        self.cross = Attention(d_model, n_heads, qk_norm)
+        self.row = nn.Linear(d_model, N_ROWS)
+        self.use_score_features = use_score_features
+        if use_score_features:
+            self.score = nn.Linear(N_SCORE_FEATURES, N_ROWS, bias=False)
+            nn.init.zeros_(self.score.weight)
+        self.vote = nn.Linear(d_model, 1)
+        self.hold_gain = nn.Parameter(torch.tensor(1.0))
+        self.register_buffer("signs", hold_signs(), persistent=False)
+        self.hold_correction = None
+        if hold_correction:
+            self.hold_correction = nn.Sequential(
+                nn.Linear(MAX_DICE * d_model, d_model), nn.SiLU(), nn.Linear(d_model, N_HOLD_PATTERNS))
+            nn.init.zeros_(self.hold_correction[-1].weight)
+            nn.init.zeros_(self.hold_correction[-1].bias)
+        self.announce = nn.Linear(d_model, N_ROWS)
+
+    def forward(self, tok: torch.Tensor, dice: torch.Tensor) -> torch.Tensor:
+        B = tok.shape[0]
+        cols = tok[:, :N_COL_TOKENS]
+        ctx = self.ctx_norm(tok[:, DICE_TOKEN0:])                  # 6 dice + the state token
+        h = cols + self.cross(cols, ctx)
+        place = self.row(h)                                         # (B, 8, 16)
+        if self.use_score_features:
+            place = place + self.score(score_features(dice))[:, None, :]
+        dtok = tok[:, DICE_TOKEN0:STATE_TOKEN]                      # (B, 6, d)
+        present = (dice > 0).to(tok.dtype)
+        votes = torch.tanh(self.vote(dtok).squeeze(-1)) * present   # (B, 6)
+        holds = self.hold_gain * (votes @ self.signs.T.to(tok.dtype))   # (B, 64)
+        if self.hold_correction is not None:
+            holds = holds + self.hold_correction(dtok.reshape(B, -1))
+        ann = self.announce(tok[:, STATE_TOKEN])
+        return torch.cat([place.reshape(B, -1), holds, ann], dim=1)
+
+
+class ValueHead(nn.Module):
+    """Value logits float32 (B, n_out) from the value-branch tokens (B, 15, d).
+
+    ``n_out`` is the number of bins, or 1 for a scalar head.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, qk_norm: bool, pool: str, n_out: int):
+        super().__init__()
+        self.pool = pool
+        if pool in ("query", "both"):
+            self.query = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)
+            self.attn = Attention(d_model, n_heads, qk_norm)
+        width = d_model * (2 if pool == "both" else 1)
+        self.mlp = nn.Sequential(nn.Linear(width, d_model), nn.SiLU(), nn.Linear(d_model, n_out))
+
+    def forward(self, tok: torch.Tensor) -> torch.Tensor:
+        parts = []
+        if self.pool in ("mean", "both"):
+            parts.append(tok.mean(dim=1))
+        if self.pool in ("query", "both"):
+            q = self.query.expand(tok.shape[0], -1, -1)
+            parts.append(self.attn(q, tok)[:, 0])
+        return self.mlp(torch.cat(parts, dim=-1))
+
+
+class AuxHeads(nn.Module):
+    """Auxiliary heads on the shared trunk (seed 000): they shape the trunk, not the play.
+
+    Returns ``(bonus_logit float (B,), straight_logits float (B, 7))``: the logit that the
+    game ends with its bonus reached (Yahtzee: upper section ≥ 63) and the class 0..6 of the
+    longest run of consecutive faces among the dice.
+    """
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.bonus = nn.Linear(d_model, 1)
+        self.straight = nn.Linear(d_model, 7)
+
+    def forward(self, tok: torch.Tensor):
+        bonus = self.bonus(tok.mean(dim=1)).squeeze(-1)
+        straight = self.straight(tok[:, DICE_TOKEN0:STATE_TOKEN].mean(dim=1))
+        return bonus, straight

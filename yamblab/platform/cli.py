@@ -1,0 +1,246 @@
+"""The ``yamblab`` command line.
+
+Commands:
+    yamblab oracle build      build (or load) the exact table and print a new game's value
+    yamblab oracle evaluate   exact expected score of turn-perfect play for a valuation
+    yamblab advise            rank every legal action of a position by exact expected score
+    yamblab grade             play seeded games with an agent and grade every decision
+    yamblab baseline          build the oracle and grade the baseline agents (a quick tour)
+
+A user's mistake (impossible dice, an unreachable position, an unknown variant …) prints
+``error: …`` and exits with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import logging
+import sys
+from typing import Optional
+
+import typer
+
+from yamblab.errors import YamblabError
+
+app = typer.Typer(
+    help="yamblab: AlphaZero-style agents for Yahtzee and Yamb, graded by an exact oracle.",
+    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
+)
+oracle_app = typer.Typer(help="The exact Yahtzee solver.", no_args_is_help=True)
+app.add_typer(oracle_app, name="oracle")
+
+RULES_HELP = ("Rule variant: a joker rule (forced = official, free = Verhoeff, priority = seed 001, "
+              "none), optionally followed by ',no-upper-bonus' and/or ',no-yahtzee-bonus'.")
+
+
+def user_errors(fn):
+    """Turn YamblabError (a user's mistake) into 'error: …' on stderr and exit status 2."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except YamblabError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+    return wrapper
+
+
+def _rules(text: str):
+    from yamblab.games.yahtzee import YahtzeeRules
+
+    return YahtzeeRules.parse(text)
+
+
+@oracle_app.command("build")
+@user_errors
+def oracle_build(
+    rules: str = typer.Option("forced", help=RULES_HELP),
+    game: str = typer.Option("yahtzee", help="yahtzee, or yamb (a single column, see --preset/--column)."),
+    preset: Optional[str] = typer.Option(None, help="Yamb preset (with --game yamb)."),
+    column: Optional[str] = typer.Option(None, help="Yamb column to solve: down or up (with --game yamb)."),
+    rebuild: bool = typer.Option(False, help="Ignore a cached table and rebuild it."),
+    cache_dir: Optional[str] = typer.Option(None, help="Cache folder (default $YAMBLAB_CACHE_DIR or ~/.cache/yamblab)."),
+):
+    """Build (or load from the cache) the exact table and print the value of a new game."""
+    if game == "yamb":
+        api = _yamb_api()
+        value = api.build_column_oracle(preset or "croatian", column or "down")
+        typer.echo(f"yamb preset {preset or 'croatian'} column {column or 'down'}: "
+                   f"optimal expected score {value:.4f}")
+        return
+    if game != "yahtzee":
+        raise _unknown_game(game)
+    import time
+
+    from yamblab.oracle.table import OracleTable
+
+    r = _rules(rules)
+    t0 = time.perf_counter()
+    table = OracleTable.get(r, directory=cache_dir, progress=True, rebuild=rebuild)
+    dt = time.perf_counter() - t0
+    typer.echo(f"rules {r.name}: optimal expected score of a new game {table.new_game_value:.4f} "
+               f"points ({dt:.2f} s; cache {OracleTable.cache_path(r, cache_dir)})")
+
+
+@oracle_app.command("evaluate")
+@user_errors
+def oracle_evaluate(
+    valuation: str = typer.Option("zero", help="zero (greedy) or oracle."),
+    rules: str = typer.Option("forced", help=RULES_HELP),
+):
+    """Exact expected score of turn-perfect play against a valuation (no sampling noise)."""
+    from yamblab.agents.yahtzee_agents import zero_valuation
+    from yamblab.oracle.policy_eval import expected_score
+    from yamblab.oracle.table import OracleTable
+
+    r = _rules(rules)
+    table = OracleTable.get(r)
+    if valuation == "zero":
+        W = zero_valuation()
+    elif valuation == "oracle":
+        W = table.values
+    else:
+        raise _bad_choice("valuation", valuation, ["zero", "oracle"])
+    v = expected_score(W, r)
+    typer.echo(f"turn-perfect play against the {valuation} valuation ({r.name}): exact expected "
+               f"score {v:.4f} points; optimal {table.new_game_value:.4f}; shortfall "
+               f"{table.new_game_value - v:.4f}")
+
+
+@app.command()
+@user_errors
+def advise(
+    dice: str = typer.Option(..., help="The five dice in order, e.g. 1,1,3,4,6 or 11346."),
+    rolls_left: int = typer.Option(2, help="Rerolls left this turn: 2 after the first roll, 0 after the last."),
+    card: str = typer.Option("", help="The scorecard so far, e.g. 'ones=3,full_house=25,yahtzee=50' "
+                                     "(add 'yahtzee_bonuses=N' for bonuses earned)."),
+    rules: str = typer.Option("forced", help=RULES_HELP),
+    top: int = typer.Option(10, help="Show the best N actions (0: all)."),
+):
+    """Rank every legal keep and box of a position by its exact expected final score."""
+    from yamblab.games.yahtzee import parse_card
+    from yamblab.oracle.advice import advise as _advise
+    from yamblab.oracle.table import OracleTable
+
+    r = _rules(rules)
+    state, so_far, _ = parse_card(card)
+    table = OracleTable.get(r)
+    ranked = _advise(table, state, dice, rolls_left, so_far)
+    shown = ranked if top <= 0 else ranked[:top]
+    typer.echo(f"{'action':34s} {'expected final':>15s} {'loss':>9s}")
+    for a in shown:
+        typer.echo(f"{a.label:34s} {a.expected_final:15.4f} {a.loss:9.4f}")
+    if len(shown) < len(ranked):
+        typer.echo(f"… {len(ranked) - len(shown)} more (use --top 0 to see all)")
+
+
+@app.command()
+@user_errors
+def grade(
+    agent: str = typer.Option("greedy", help="random, greedy, oracle, or another registered agent "
+                                             "(search, …; Yamb: random, greedy, heuristic)."),
+    games: int = typer.Option(1000, min=1, help="Number of games."),
+    seed: int = typer.Option(0, min=0, help="Dice seed: the same seed gives every agent the same dice."),
+    rules: str = typer.Option("forced", help=RULES_HELP),
+    game: str = typer.Option("yahtzee", help="yahtzee or yamb."),
+    preset: Optional[str] = typer.Option(None, help="Yamb preset (with --game yamb)."),
+    valuation: Optional[str] = typer.Option(None, help="For --agent search: 'oracle' or a checkpoint path."),
+    checkpoint: Optional[str] = typer.Option(None, help="Grade a trained agent from this checkpoint."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+):
+    """Play seeded games with an agent and grade every decision against the oracle."""
+    if game == "yamb":
+        report = _yamb_api().grade_yamb(agent, preset or "croatian", games, seed)
+        typer.echo(json.dumps(report, indent=2, default=float) if as_json else _format_dict(report))
+        return
+    if game != "yahtzee":
+        raise _unknown_game(game)
+    from yamblab.agents.base import make_agent
+    from yamblab.oracle.grading import grade as _grade
+    from yamblab.oracle.table import OracleTable
+
+    r = _rules(rules)
+    table = OracleTable.get(r)
+    options = {}
+    if valuation is not None:
+        options["valuation"] = valuation
+    if checkpoint is not None:
+        options["checkpoint"] = checkpoint
+    a = make_agent(agent, r, table=table, seed=seed, **options)
+    report = _grade(a, r, games=games, seed=seed, table=table, progress=not as_json)
+    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.format())
+
+
+@app.command()
+@user_errors
+def baseline(
+    games: int = typer.Option(2000, min=1, help="Games per agent."),
+    seed: int = typer.Option(0, min=0, help="Dice seed."),
+    rules: str = typer.Option("forced", help=RULES_HELP),
+):
+    """Build the oracle, evaluate greedy play exactly, and grade the baseline agents."""
+    from yamblab.agents.base import make_agent
+    from yamblab.agents.yahtzee_agents import zero_valuation
+    from yamblab.oracle.grading import grade as _grade
+    from yamblab.oracle.policy_eval import expected_score
+    from yamblab.oracle.table import OracleTable
+
+    r = _rules(rules)
+    table = OracleTable.get(r, progress=True)
+    typer.echo(f"optimal expected score ({r.name}): {table.new_game_value:.4f}")
+    typer.echo(f"greedy (turn-perfect, zero valuation), exact: {expected_score(zero_valuation(), r):.4f}")
+    for name in ("random", "greedy", "oracle"):
+        report = _grade(make_agent(name, r, table=table, seed=seed), r, games=games, seed=seed,
+                        table=table, progress=True)
+        typer.echo(report.format())
+
+
+def _yamb_api():
+    try:
+        return importlib.import_module("yamblab.games.yamb_api")
+    except ModuleNotFoundError as exc:
+        if exc.name == "yamblab.games.yamb_api":
+            raise YamblabError("Yamb support is not installed in this version of yamblab") from None
+        raise
+
+
+def _format_dict(d: dict) -> str:
+    return "\n".join(f"  {k}: {v}" for k, v in d.items())
+
+
+def _unknown_game(game: str) -> YamblabError:
+    from yamblab.errors import UnknownVariantError
+
+    return UnknownVariantError(f"unknown game {game!r}; choose yahtzee or yamb")
+
+
+def _bad_choice(what: str, value: str, choices: list[str]) -> YamblabError:
+    from yamblab.errors import UnknownVariantError
+
+    return UnknownVariantError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
+
+
+def _mount_optional(name: str, module: str, help_text: str) -> None:
+    """Mount a sub-command group that lives in another part of the package, if present."""
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return
+        raise
+    app.add_typer(mod.app, name=name, help=help_text)
+
+
+_mount_optional("model", "yamblab.model.cli", "The network: presets and summaries.")
+
+
+def main() -> None:
+    """Entry point of the ``yamblab`` console script."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

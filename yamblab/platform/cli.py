@@ -6,6 +6,7 @@ Commands:
     yamblab advise            rank every legal action of a position by exact expected score
     yamblab grade             play seeded games with an agent and grade every decision
     yamblab baseline          build the oracle and grade the baseline agents (a quick tour)
+    yamblab play              play a game in the terminal, every decision graded
 
 A user's mistake (impossible dice, an unreachable position, an unknown variant …) prints
 ``error: …`` and exits with status 2, without a traceback.
@@ -195,6 +196,21 @@ def baseline(
         report = _grade(make_agent(name, r, table=table, seed=seed), r, games=games, seed=seed,
                         table=table, progress=True)
         typer.echo(report.format())
+
+
+@app.command()
+@user_errors
+def play(
+    seed: Optional[int] = typer.Option(None, min=0, help="Dice seed (default: random)."),
+    rules: str = typer.Option("forced", help=RULES_HELP),
+    hints: bool = typer.Option(False, help="Show the oracle's move before each decision."),
+):
+    """Play a game of Yahtzee in the terminal; the oracle grades every decision you make."""
+    import random
+
+    from yamblab.platform.play import play_game
+
+    play_game(_rules(rules), seed if seed is not None else random.randrange(2**32), hints)
 
 
 def _yamb_api():

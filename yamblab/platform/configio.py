@@ -1,0 +1,101 @@
+"""Loading validated YAML configuration files.
+
+Every config file is validated by a pydantic model before any work starts. A missing file, bad
+YAML, an unknown key, a wrong type or an out-of-range value raises :class:`ConfigError` with a
+message that names the file and the key (``configs/x.yaml: train.lr: Input should be greater
+than 0``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from yamblab.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    """One line per problem: ``source: dotted.key: message``."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"{source}: {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def validate(model: type[M], data: Any, source: str) -> M:
+    """Validate ``data`` against ``model``.
+
+    Raises:
+        ConfigError: naming ``source`` and every offending key.
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, source)) from None
+
+
+def read_yaml(path: str | Path) -> dict:
+    """Read a YAML mapping from ``path``.
+
+    Raises:
+        ConfigError: the file is missing, is not valid YAML, or is not a mapping.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: no such config file")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML ({exc})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping of keys to values")
+    return data
+
+
+def load(model: type[M], path: str | Path) -> M:
+    """Read and validate a YAML config file (see :func:`read_yaml`, :func:`validate`)."""
+    return validate(model, read_yaml(path), str(path))
+
+
+def deep_update(base: dict, overrides: dict) -> dict:
+    """A copy of ``base`` with ``overrides`` merged in recursively (dotted keys allowed).
+
+    ``{"train.lr": 1e-3}`` and ``{"train": {"lr": 1e-3}}`` mean the same.
+    """
+    out = {k: (deep_update(v, {}) if isinstance(v, dict) else v) for k, v in base.items()}
+    for key, value in overrides.items():
+        parts = str(key).split(".")
+        node = out
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        last = parts[-1]
+        if isinstance(value, dict) and isinstance(node.get(last), dict):
+            node[last] = deep_update(node[last], value)
+        else:
+            node[last] = value
+    return out
+
+
+def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    """Flatten nested dicts into dotted keys (for MLflow parameters)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out

@@ -1,0 +1,139 @@
+"""MLflow tracking: the driver is the only writer.
+
+Runs, parameters, metrics and artifacts go through :class:`Tracker`, a thin layer over
+``mlflow.MlflowClient``. The default store is an embedded SQLite database in the working
+directory (``sqlite:///mlflow.db``; MLflow 3 refuses the old file store); ``--tracking-uri``
+points at an MLflow server instead. Actors never write: they return their figures to the
+driver, which logs them here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from yamblab.platform.configio import flatten
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+log = logging.getLogger(__name__)
+
+
+def code_version() -> str:
+    """The git commit of the code (with ``-dirty`` if modified), or the package version."""
+    try:
+        here = Path(__file__).resolve().parent
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                             text=True, timeout=5)
+        if sha.returncode == 0:
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            return sha.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    from yamblab import __version__
+
+    return __version__
+
+
+class Tracker:
+    """Create runs and log to MLflow.
+
+    Args:
+        tracking_uri: MLflow tracking URI (default: SQLite ``mlflow.db`` in the working directory).
+        experiment: experiment name (created if missing).
+    """
+
+    def __init__(self, tracking_uri: str | None = None, experiment: str = "yamblab"):
+        import mlflow
+        from mlflow import MlflowClient
+
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        self.uri = tracking_uri or DEFAULT_TRACKING_URI
+        mlflow.set_tracking_uri(self.uri)
+        self.client = MlflowClient(tracking_uri=self.uri)
+        exp = self.client.get_experiment_by_name(experiment)
+        self.experiment_id = exp.experiment_id if exp else self.client.create_experiment(experiment)
+        self.experiment = experiment
+
+    def start_run(self, name: str, params: dict | None = None, tags: dict | None = None,
+                  parent_run_id: str | None = None) -> str:
+        """Create a run (a child of ``parent_run_id`` if given) and log its params and tags.
+
+        Returns:
+            the run id.
+        """
+        all_tags = {"mlflow.runName": name, **{k: str(v) for k, v in (tags or {}).items()}}
+        if parent_run_id:
+            all_tags["mlflow.parentRunId"] = parent_run_id
+        run = self.client.create_run(self.experiment_id, tags=all_tags, run_name=name)
+        if params:
+            self.log_params(run.info.run_id, params)
+        return run.info.run_id
+
+    def log_params(self, run_id: str, params: dict) -> None:
+        """Log a (nested) dict of parameters as dotted keys."""
+        from mlflow.entities import Param
+
+        flat = flatten(params)
+        items = [Param(k, str(v)[:6000]) for k, v in flat.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i:i + 100])
+
+    def log_metrics(self, run_id: str, metrics: dict[str, Any], step: int) -> None:
+        """Log numeric metrics at ``step`` (non-numeric and non-finite values are skipped)."""
+        import math
+        import time
+
+        from mlflow.entities import Metric
+
+        ts = int(time.time() * 1000)
+        items = []
+        for k, v in flatten(metrics).items():
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(f):
+                items.append(Metric(k.replace("/", "."), f, ts, int(step)))
+        for i in range(0, len(items), 500):
+            self.client.log_batch(run_id, metrics=items[i:i + 500])
+
+    def set_tags(self, run_id: str, tags: dict) -> None:
+        for k, v in tags.items():
+            self.client.set_tag(run_id, k, str(v))
+
+    def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
+        self.client.log_artifact(run_id, str(path), artifact_path)
+
+    def log_text(self, run_id: str, text: str, name: str) -> None:
+        self.client.log_text(run_id, text, name)
+
+    def log_figure(self, run_id: str, fig, name: str) -> None:
+        """Log a matplotlib figure as a PNG artifact and close it."""
+        import matplotlib.pyplot as plt
+
+        self.client.log_figure(run_id, fig, name)
+        plt.close(fig)
+
+    def log_torch_model(self, run_id: str, model, name: str = "model") -> None:
+        """Log a torch module as an MLflow model (best effort: a failure is logged, not raised)."""
+        import mlflow
+
+        try:
+            with mlflow.start_run(run_id=run_id, nested=True):
+                try:
+                    mlflow.pytorch.log_model(model, name=name)
+                except TypeError:  # MLflow 2
+                    mlflow.pytorch.log_model(model, artifact_path=name)
+        except Exception as exc:  # noqa: BLE001 - the run's other records must survive
+            log.warning("could not log the network as an MLflow model: %s", exc)
+
+    def end_run(self, run_id: str, status: str = "FINISHED") -> None:
+        self.client.set_terminated(run_id, status)
+
+    def ui_command(self) -> str:
+        """The command that opens the MLflow UI on this store."""
+        return f"mlflow ui --backend-store-uri {self.uri}"

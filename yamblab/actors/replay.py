@@ -71,7 +71,8 @@ class ReplayBuffer:
         """
         if self._size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
-        idx = self._rng.integers(0, self._size, size=batch_size)
+        logical = self._rng.integers(0, self._size, size=batch_size)   # 0 = oldest
+        idx = (self._next - self._size + logical) % self.capacity
         return {k: v[idx] for k, v in self._data.items()}
 
     def all(self) -> dict[str, np.ndarray]:

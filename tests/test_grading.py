@@ -61,3 +61,26 @@ def test_unknown_agent_and_illegal_agent(official_table):
 
     with pytest.raises(IllegalActionError, match="Ones"):
         grade(Cheat(), OFFICIAL, games=5, seed=0, table=official_table)
+
+
+def test_grade_decisions_matches_online_grader(official_table):
+    """Decisions recorded during play and graded later get the same regrets as online grading."""
+    from yamblab.games.engine import new_batch
+    from yamblab.oracle.grading import Grader, grade_decisions
+
+    agent = make_agent("random", OFFICIAL, seed=3)
+    grader = Grader(official_table)
+    batch = new_batch(40, OFFICIAL, seed=3)
+    agent.reset(batch)
+    recs, online = [], []
+    while not batch.done.all():
+        live = batch.turn < 13
+        a = agent.act(batch)
+        r, _ = grader.regrets(batch, a)
+        recs.append((batch.boundary_states()[live], batch.roll_indices()[live], batch.rolls_left[live].copy(),
+                     batch.hold_keeps()[live], a[live]))
+        online.append(r[live])
+        batch.step(a)
+    cols = [np.concatenate(c) for c in zip(*recs)]
+    later = grade_decisions(official_table, *cols)
+    assert np.allclose(later, np.concatenate(online), atol=1e-9) and later.sum() > 0

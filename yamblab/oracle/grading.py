@@ -98,16 +98,58 @@ class Grader:
             keep, 2 box, -1 finished game (regret 0).
         """
         box, hold, _ = self.values.action_values(batch)
-        n = batch.n
-        a = np.asarray(actions, dtype=np.int64)
-        best = np.maximum(box.max(axis=1), hold.max(axis=1))
-        chosen = np.where(a < 13, box[np.arange(n), np.clip(a, 0, 12)],
-                          hold[np.arange(n), np.clip(a - 13, 0, 31)])
-        with np.errstate(invalid="ignore"):
-            regret = np.where(batch.turn < 13, best - chosen, 0.0)
-        decision = np.where(a < 13, 2, np.where(batch.rolls_left == 2, 0, 1)).astype(np.int8)
-        decision[batch.turn >= 13] = -1
-        return regret, decision
+        return regrets_from_values(box, hold, actions, batch.rolls_left, batch.turn < 13)
+
+
+def regrets_from_values(box: np.ndarray, hold: np.ndarray, actions, rolls_left, live) -> tuple[np.ndarray, np.ndarray]:
+    """Regret of each chosen action given the oracle's action values.
+
+    Args:
+        box: float64 (n, 13) value of scoring each box (-inf if illegal).
+        hold: float64 (n, 32) value of each hold mask (-inf with no roll left).
+        actions: int (n,) engine actions; rolls_left: int (n,); live: bool (n,) unfinished games.
+
+    Returns:
+        ``(regret float64 (n,), decision int8 (n,))`` as in :meth:`Grader.regrets`.
+    """
+    n = box.shape[0]
+    a = np.asarray(actions, dtype=np.int64)
+    live = np.asarray(live, dtype=bool)
+    best = np.maximum(box.max(axis=1), hold.max(axis=1))
+    chosen = np.where(a < 13, box[np.arange(n), np.clip(a, 0, 12)],
+                      hold[np.arange(n), np.clip(a - 13, 0, 31)])
+    with np.errstate(invalid="ignore"):
+        regret = np.where(live, best - chosen, 0.0)
+    decision = np.where(a < 13, 2, np.where(np.asarray(rolls_left) == 2, 0, 1)).astype(np.int8)
+    decision[~live] = -1
+    return regret, decision
+
+
+def grade_decisions(table: OracleTable, states: np.ndarray, rolls: np.ndarray, rolls_left: np.ndarray,
+                    keeps: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Regret of a batch of recorded decisions (for the oracle service).
+
+    Args:
+        states: int64 (n, 3) boundary states (mask12, ystate, upper); rolls: int64 (n,) roll
+            indices; rolls_left: int (n,); keeps: int (n, 32) keep index of each hold mask over
+            the dice as they lay; actions: int (n,) engine actions.
+
+    Returns:
+        float64 (n,): points of expected score lost by each decision.
+    """
+    from yamblab.oracle import _kernels
+
+    rules = table.rules
+    args = (rules.joker_code, rules.upper_bonus, rules.yahtzee_bonus)
+    states = np.ascontiguousarray(states, dtype=np.int64)
+    box = _kernels.box_values(table.values, *args, states, np.ascontiguousarray(rolls, dtype=np.int64))
+    e1, e2 = _kernels.turn_solutions(table.values, *args, states)
+    rl = np.asarray(rolls_left)
+    E = np.where((rl == 2)[:, None], e1, e2)
+    hold = np.take_along_axis(E, np.asarray(keeps, dtype=np.int64), axis=1)
+    hold[rl == 0] = -np.inf
+    regret, _ = regrets_from_values(box, hold, actions, rl, np.ones(len(rl), dtype=bool))
+    return regret
 
 
 def grade(agent: Agent, rules: YahtzeeRules = OFFICIAL, games: int = 1000, seed: int = 0,

@@ -24,6 +24,7 @@ Sources: seed 001 (backward induction, within-turn recurrences), seed 000 (the g
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -283,38 +284,99 @@ def free_column_state_count(rules: YambRules | str) -> dict:
     tab = score_table(rules)
     xs = {row: np.unique(tab[:, row, :]).tolist() for row in range(8)}
     T = rules.upper_bonus_threshold
-    layer = {(0, 0, START)}
-    total_core = 1
-    work = 0
+    n_rolls = dice_tables(rules.n_dice).n_rolls
     n_lower = rules.n_rows - 8
-    per_mask_count = {0: 1}
-    for _ in range(8):
-        nxt = set()
-        for mask, up, mid in layer:
-            for row in range(8):
-                if (mask >> row) & 1:
-                    continue
-                nm = mask | (1 << row)
-                for x in xs[row]:
-                    nu = min(up + x, T) if row < 6 else up
-                    if all((nm >> u) & 1 for u in range(6)):
-                        nu = 0
-                    nmid, _ = _mid_update(rules, mid, row, x)
-                    nxt.add((nm, nu, nmid))
-        layer = nxt
-        total_core += len(layer)
-        for s in layer:
-            per_mask_count[s[0]] = per_mask_count.get(s[0], 0) + 1
-    # Work: every core state pairs with every lower mask; open rows = 13 - filled.
-    n_rows = rules.n_rows
-    for mask, cnt in per_mask_count.items():
+
+    @lru_cache(maxsize=None)
+    def up_sums(mask5: int) -> frozenset:
+        """Capped sums of the filled rows among Twos … Sixes (bit i = row i + 1)."""
+        sums = {0}
+        for i in range(5):
+            if (mask5 >> i) & 1:
+                sums = {min(a + x, T) for a in sums for x in xs[i + 1]}
+        return frozenset(sums)
+
+    core = 0
+    per_mask = {}
+    for mask in range(256):
+        has_ones, has_max, has_min = mask & 1, (mask >> MAX_ROW) & 1, (mask >> MIN_ROW) & 1
+        mask5 = (mask >> 1) & 31
+        all_upper = (mask & 63) == 63
+        pairs = set()
+        for o in (xs[ONES_ROW] if has_ones else [None]):
+            mids = {START}
+            if o is not None:
+                mids = {_mid_update(rules, START, ONES_ROW, o)[0]}
+            if has_max:
+                mids = {_mid_update(rules, k, MAX_ROW, x)[0] for k in mids for x in xs[MAX_ROW]}
+            if has_min:
+                mids = {_mid_update(rules, k, MIN_ROW, x)[0] for k in mids for x in xs[MIN_ROW]}
+            ups = {0} if all_upper else {min(u + (o or 0), T) for u in up_sums(mask5)}
+            pairs.update((u, k) for u in ups for k in mids)
+        per_mask[mask] = len(pairs)
+        core += len(pairs)
+    work = 0
+    for mask, cnt in per_mask.items():
         filled_core = bin(mask).count("1")
         for lm in range(1 << n_lower):
-            open_rows = n_rows - filled_core - bin(lm).count("1")
-            work += cnt * max(open_rows, 0) * dice_tables(rules.n_dice).n_rolls
-    states = total_core * (1 << n_lower)
+            work += cnt * (rules.n_rows - filled_core - bin(lm).count("1")) * n_rolls
+    states = core * (1 << n_lower)
+    total_core = core
     return {"states": int(states), "core_states": int(total_core), "lower_masks": 1 << n_lower,
             "bytes_float64": int(states) * 8, "turn_work": int(work)}
 
 
 __all__ = ["ColumnOracle", "free_column_state_count"]
+
+
+class ColumnOracleAgent:
+    """Plays a single-column game (``oracle.rules``) with the oracle's advice: optimal play.
+
+    ``act(batch)`` returns int64 (n,) engine actions for a batch of ``oracle.rules``.
+    """
+
+    name = "oracle"
+
+    def __init__(self, oracle: ColumnOracle):
+        self.oracle = oracle
+
+    def act(self, batch) -> np.ndarray:
+        out = np.full(batch.n, -1, dtype=np.int64)
+        for i in np.flatnonzero(~batch.done):
+            best, _ = self.oracle.advice(batch.card[i, 0].tolist(), batch.dice[i].tolist(),
+                                         int(batch.rolls_used[i]))
+            row = self.oracle.order[int(batch.turn[i])]
+            out[i] = row if best == "score" else batch.hold_offset + int(best.split(":")[1])
+        return out
+
+
+def decision_regrets(oracle: ColumnOracle, batch, actions) -> np.ndarray:
+    """Regret (expected points lost, ≥ 0) of each game's action in a single-column batch.
+
+    Args:
+        oracle: the column's oracle; ``batch`` must play ``oracle.rules``.
+        actions: int64 (n,) engine actions about to be applied (-1 = none).
+
+    Returns:
+        float64 (n,), 0 for games without an action.
+
+    Raises:
+        IllegalActionError: an action that is neither the column's next box nor a hold.
+    """
+    out = np.zeros(batch.n)
+    for i in np.flatnonzero(np.asarray(actions) >= 0):
+        a = int(actions[i])
+        if batch.done[i]:
+            continue
+        if a < batch.n_placements:
+            name = "score"
+        elif a < batch.announce_offset:
+            name = f"hold:{a - batch.hold_offset}"
+        else:
+            raise IllegalActionError(f"game {i}: a single {oracle.column} column has no announcements")
+        out[i] = oracle.regret(batch.card[i, 0].tolist(), batch.dice[i].tolist(),
+                               int(batch.rolls_used[i]), name)
+    return out
+
+
+__all__ += ["ColumnOracleAgent", "decision_regrets"]

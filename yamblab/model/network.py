@@ -1,0 +1,146 @@
+"""The policy-value transformer of seed 000 ("Inside Iteration 1000"), sized by configuration.
+
+Stages: the :class:`~yamblab.model.tokenizer.Tokenizer` makes 15 tokens, a shared trunk of
+pre-norm blocks runs over them, then separate policy and value branches (each ending in its
+own RMSNorm) feed the policy head and the value head. Auxiliary heads read the trunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from yamblab.games.encoding import EncodedBatch
+from yamblab.model.blocks import Attention, Stack, SwiGLU
+from yamblab.model.config import ModelConfig
+from yamblab.model.heads import AuxHeads, PolicyHead, ValueHead
+from yamblab.model.tokenizer import Inputs, Tokenizer
+
+
+@dataclass
+class NetOutput:
+    """What :meth:`YambNet.forward` returns (B positions).
+
+    Attributes:
+        logits: float (B, 208): policy logits with illegal actions at the dtype's minimum.
+        value: float (B,): expected points still to come.
+        value_logits: float (B, bins) for a bins head, (B, 1) scaled value / ``value_max``
+            for a scalar head.
+        bonus_logit, straight_logits: aux outputs (B,), (B, 7); ``None`` without aux heads.
+    """
+
+    logits: torch.Tensor
+    value: torch.Tensor
+    value_logits: torch.Tensor
+    bonus_logit: torch.Tensor | None = None
+    straight_logits: torch.Tensor | None = None
+
+
+class YambNet(nn.Module):
+    """Policy-value network over the shared encoding (Yahtzee and every Yamb variant).
+
+    Args:
+        cfg: a :class:`~yamblab.model.config.ModelConfig`.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        d, h, f, qk = cfg.d_model, cfg.n_heads, cfg.ffn_hidden, cfg.qk_norm
+        self.tokenizer = Tokenizer(d, cfg.column_hidden)
+        self.trunk = Stack(cfg.n_shared, d, h, f, qk, final_norm=False)
+        self.policy_branch = Stack(cfg.n_policy, d, h, f, qk, final_norm=True)
+        self.value_branch = Stack(cfg.n_value, d, h, f, qk, final_norm=True)
+        self.policy_head = PolicyHead(d, h, qk, cfg.score_features, cfg.hold_correction)
+        n_out = cfg.value_bins if cfg.value_head == "bins" else 1
+        self.value_head = ValueHead(d, h, qk, cfg.value_pool, n_out)
+        self.aux = AuxHeads(d) if cfg.aux_heads else None
+        self.register_buffer("bin_centers", torch.linspace(0.0, cfg.value_max, cfg.value_bins), persistent=False)
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, x: Inputs, detach_value_trunk: bool = False) -> NetOutput:
+        """Run the network.
+
+        Args:
+            x: :class:`Inputs` of B positions.
+            detach_value_trunk: stop the value loss's gradient at the shared trunk (the
+                policy phase of phasic policy gradient, Hilton et al. 2021).
+        """
+        tok = self.trunk(self.tokenizer(x))
+        p = self.policy_branch(tok)
+        v = self.value_branch(tok.detach() if detach_value_trunk else tok)
+        logits = self.policy_head(p, x.dice)
+        logits = logits.masked_fill(~x.legal, torch.finfo(logits.dtype).min)
+        vl = self.value_head(v)
+        if self.cfg.value_head == "bins":
+            value = vl.softmax(dim=-1) @ self.bin_centers.to(vl.dtype)
+        else:
+            value = vl[:, 0] * self.cfg.value_max
+        bonus = straight = None
+        if self.aux is not None:
+            bonus, straight = self.aux(tok)
+        return NetOutput(logits, value, vl, bonus, straight)
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    @torch.no_grad()
+    def predict(self, enc: EncodedBatch | Inputs, chunk: int = 8192) -> tuple[np.ndarray, np.ndarray]:
+        """Prior and value of positions without gradients, in chunks of ``chunk``.
+
+        Returns:
+            ``(prior float32 (B, 208), value float64 (B,) points)``; the prior is the
+            softmax of the masked logits (zero on illegal actions; uniform over all 208 when
+            a position has no legal action).
+        """
+        x = enc if isinstance(enc, Inputs) else Inputs.from_encoded(enc, self.device)
+        x = x.to(self.device)
+        was = self.training
+        self.eval()
+        priors, values = [], []
+        try:
+            for s in range(0, len(x), chunk):
+                out = self(x[s:s + chunk])
+                priors.append(out.logits.float().softmax(dim=-1).cpu().numpy())
+                values.append(out.value.double().cpu().numpy())
+        finally:
+            self.train(was)
+        if not priors:
+            return np.zeros((0, 208), np.float32), np.zeros(0)
+        return np.concatenate(priors), np.concatenate(values)
+
+    @torch.no_grad()
+    def predict_value(self, enc: EncodedBatch | Inputs, chunk: int = 8192) -> np.ndarray:
+        """Value only (the policy head still runs), float64 (B,) points still to come."""
+        return self.predict(enc, chunk)[1]
+
+    def n_parameters(self) -> int:
+        """Number of trainable parameters."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def set_recording(self, on: bool) -> None:
+        """Make every attention and feed-forward layer keep its last probabilities / activations."""
+        for m in self.modules():
+            if isinstance(m, (Attention, SwiGLU)):
+                m.record = on
+                if not on:
+                    if isinstance(m, Attention):
+                        m.last_probs = None
+                    else:
+                        m.last_hidden = None
+
+
+def build_model(cfg: ModelConfig | str = "tiny", seed: int | None = None) -> YambNet:
+    """A fresh :class:`YambNet` from a config or a preset name; ``seed`` fixes the initial weights."""
+    if isinstance(cfg, str):
+        cfg = ModelConfig.preset(cfg)
+    if seed is not None:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return YambNet(cfg)
+    return YambNet(cfg)

@@ -1,0 +1,388 @@
+"""Expectimax search over exact dice chance nodes, for Yahtzee (seed 000, "The Approach").
+
+Three depths (:data:`DEPTHS`):
+
+* ``"none"``: no search; the agent plays the policy head alone.
+* ``"one_step"``: seed 000's search. Every legal move is valued one step ahead: a hold by
+  the exact average, over every outcome of the rerolled dice (``P(roll | keep)``, multinomial),
+  of the value head at the resulting position; a box by its points (with bonuses) plus the
+  value head at the boundary state it leaves. The next turn's first roll is the chance node
+  of that boundary state: the value head is trained on boundary positions (dice absent) to
+  predict exactly that average, so it is not expanded a second time.
+* ``"full_turn"``: exact play to the end of the turn. The within-turn pass of the oracle
+  (:func:`yamblab.oracle._kernels.turn_solutions`) runs with the valuation at the at most
+  44 boundary states the turn can end in (DESIGN.md, last section). With the oracle table as
+  valuation this is optimal play.
+
+Every search returns **Q** for every legal action in the shared 208-action space
+(:mod:`yamblab.games.encoding`): the expected points still to come from the position (this
+turn included) after taking the action; ``-inf`` for illegal actions. All network leaves of
+all games of a decision go through one batched forward pass.
+
+A **boundary position** (between turns, before the first roll) is encoded with no dice
+(faces 0), rolls-left slot 3 and no legal action; see :func:`encode_boundary`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from yamblab.agents.yahtzee_agents import TurnValues
+from yamblab.games.dice import KEEPS, P_ROLL_GIVEN_KEEP, ROLLS
+from yamblab.games.encoding import HOLD_OFFSET, N_ACTIONS, EncodedBatch, encode_yahtzee
+from yamblab.games.yahtzee import YahtzeeRules
+from yamblab.oracle import _kernels
+
+DEPTHS = ("none", "one_step", "full_turn")
+Depth = Literal["none", "one_step", "full_turn"]
+YAHTZEE_BOX = 11
+CHANCE_BOX = 12
+
+#: Representative points shown in a lower box of a hypothetical successor card (the points
+#: still to come do not depend on them; any value a real game shows would do).
+LOWER_REPRESENTATIVE = {6: 20, 7: 15, 8: 25, 9: 30, 10: 40, 12: 22}
+
+# The at most 44 ways a turn can end: (box, points).
+_CAND_BOX = np.array([c for c in range(6) for _ in range(6)] + [6, 7, 8, 9, 10, 12, 11, 11], np.int64)
+_CAND_PTS = np.array([(c + 1) * n for c in range(6) for n in range(6)]
+                     + [LOWER_REPRESENTATIVE[b] for b in (6, 7, 8, 9, 10, 12)] + [0, 50], np.int64)
+N_SUCCESSOR_CANDIDATES = _CAND_BOX.size  # 44
+
+
+class _Positions:
+    """Duck-typed stand-in for a YahtzeeBatch, so that :func:`encode_yahtzee` encodes any card."""
+
+    def __init__(self, box_scores, upper_raw, dice, rolls_left):
+        self.box_scores = np.asarray(box_scores, np.int16)
+        self.n = self.box_scores.shape[0]
+        self.upper_raw = np.asarray(upper_raw, np.int16)
+        self.dice = np.asarray(dice, np.int8)
+        self.rolls_left = np.asarray(rolls_left, np.int8)
+
+    def legal_actions(self):
+        return np.zeros((self.n, 45), np.bool_)
+
+
+def encode_positions(box_scores: np.ndarray, upper_raw: np.ndarray, dice: np.ndarray,
+                     rolls_left: np.ndarray, rules: YahtzeeRules) -> EncodedBatch:
+    """Encode arbitrary Yahtzee positions (for value leaves; the legal mask is left empty).
+
+    Args:
+        box_scores: int (m, 13), −1 for open boxes; upper_raw: int (m,) uncapped upper sum;
+        dice: int (m, 5) faces 1..6 (0 for no dice); rolls_left: int (m,) 0..3.
+    """
+    return encode_yahtzee(_Positions(box_scores, upper_raw, dice, rolls_left), rules)
+
+
+def encode_boundary(box_scores: np.ndarray, upper_raw: np.ndarray, rules: YahtzeeRules) -> EncodedBatch:
+    """Encode boundary positions (start of a turn, before the roll): no dice, rolls-left slot 3."""
+    m = np.asarray(box_scores).shape[0]
+    return encode_positions(box_scores, upper_raw, np.zeros((m, 5), np.int8), np.full(m, 3), rules)
+
+
+def mask12_of(box: np.ndarray) -> np.ndarray:
+    """Bit of a non-Yahtzee box in the 12-bit table mask (Chance at bit 11), int64."""
+    box = np.asarray(box)
+    return np.where(box == CHANCE_BOX, 1 << 11, np.where(box == YAHTZEE_BOX, 0, 1 << np.minimum(box, 10)))
+
+
+def successors(batch, games: np.ndarray, rules: YahtzeeRules):
+    """The boundary states each game's current turn can end in.
+
+    Args:
+        batch: a YahtzeeBatch; games: int64 (g,) indices of unfinished games.
+
+    Returns:
+        ``(owner int64 (k,), states int64 (k, 3), box_scores int16 (k, 13), upper_raw int64 (k,),
+        terminal bool (k,))``: ``owner`` indexes ``games``; states are (mask12, ystate, upper).
+    """
+    games = np.asarray(games, np.int64)
+    cur = batch.boundary_states()[games]
+    scores = batch.box_scores[games].astype(np.int16)
+    up_raw = batch.upper_raw[games].astype(np.int64)
+    valid = scores[:, _CAND_BOX] < 0                                      # (g, 44)
+    owner, cand = np.nonzero(valid)
+    box = _CAND_BOX[cand]
+    pts = _CAND_PTS[cand]
+    new_scores = scores[owner].copy()
+    new_scores[np.arange(owner.size), box] = pts
+    is_upper = box < 6
+    new_raw = up_raw[owner] + np.where(is_upper, pts, 0)
+    states = cur[owner].copy()
+    states[:, 0] |= mask12_of(box)
+    states[:, 1] = np.where(box == YAHTZEE_BOX, np.where(pts == 50, 2, 1), states[:, 1])
+    states[:, 2] = np.minimum(new_raw, 63) if rules.upper_bonus else 0
+    terminal = (new_scores >= 0).all(axis=1)
+    return owner.astype(np.int64), states, new_scores, new_raw, terminal
+
+
+def shared_q(box: np.ndarray, hold: np.ndarray, legal45: np.ndarray) -> np.ndarray:
+    """Q in the shared action space, float64 (n, 208), ``-inf`` on illegal actions.
+
+    Args:
+        box: float (n, 13) box values; hold: float (n, 32) hold values; legal45: bool (n, 45).
+    """
+    n = box.shape[0]
+    q = np.full((n, N_ACTIONS), -np.inf)
+    q[:, :13] = np.where(legal45[:, :13], box, -np.inf)
+    q[:, HOLD_OFFSET:HOLD_OFFSET + 32] = np.where(legal45[:, 13:], hold, -np.inf)
+    return q
+
+
+class NetworkValuation:
+    """The value head of a network as a valuation of Yahtzee positions.
+
+    Args:
+        net: a :class:`~yamblab.model.network.YambNet` (evaluated without gradients).
+        rules: the variant.
+        chunk: positions per forward pass.
+    """
+
+    def __init__(self, net, rules: YahtzeeRules, chunk: int = 16384):
+        self.net = net
+        self.rules = rules
+        self.chunk = chunk
+        self.positions_evaluated = 0
+
+    def values(self, enc: EncodedBatch) -> np.ndarray:
+        """float64 (m,) points still to come of encoded positions."""
+        self.positions_evaluated += len(enc)
+        return self.net.predict_value(enc, self.chunk)
+
+
+class FullTurnSearch:
+    """Exact play to the end of the turn against a valuation of boundary states.
+
+    Args:
+        rules: the variant.
+        valuation: a float64 (4096, 3, 64) table (the oracle's, or any other), an
+            :class:`~yamblab.oracle.table.OracleTable`, or any object with a method
+            ``values(enc: EncodedBatch) -> float64 (m,)`` such as :class:`NetworkValuation`.
+
+    The keep values of a turn are computed once, when the turn starts (like
+    :class:`~yamblab.agents.yahtzee_agents.TurnValues`); a network valuation is asked once
+    per turn for the at most 44 successor boundary states of every game, all games in one
+    batched forward pass.
+    """
+
+    def __init__(self, rules: YahtzeeRules, valuation):
+        self.rules = rules
+        self.table_values = None
+        self.net_values = None
+        if hasattr(valuation, "values") and callable(valuation.values):
+            self.net_values = valuation
+            self.scratch = np.zeros((4096, 3, 64))
+        else:
+            table = getattr(valuation, "values", valuation)
+            self.table_values = TurnValues(np.asarray(table, np.float64), rules)
+        self._turn = None
+
+    def _args(self):
+        r = self.rules
+        return r.joker_code, r.upper_bonus, r.yahtzee_bonus
+
+    def reset(self) -> None:
+        self._turn = None
+
+    def _update(self, batch) -> None:
+        n = batch.n
+        if self._turn is None or self._turn.shape[0] != n:
+            self._turn = np.full(n, -1, np.int64)
+            self.E1 = np.zeros((n, 462))
+            self.E2 = np.zeros((n, 462))
+            self.succ_states: list = [None] * n
+            self.succ_values: list = [None] * n
+        turn = batch.turn.astype(np.int64)
+        need = np.flatnonzero((turn < 13) & (turn != self._turn))
+        if not need.size:
+            return
+        owner, states, scores, raw, terminal = successors(batch, need, self.rules)
+        vals = np.zeros(owner.size)
+        live = ~terminal
+        if live.any():
+            vals[live] = self.net_values.values(encode_boundary(scores[live], raw[live], self.rules))
+        split = np.searchsorted(owner, np.arange(need.size + 1))
+        cur = batch.boundary_states()
+        for j, g in enumerate(need):
+            s = states[split[j]:split[j + 1]]
+            v = vals[split[j]:split[j + 1]]
+            self.succ_states[g] = s
+            self.succ_values[g] = v
+            self.scratch[s[:, 0], s[:, 1], s[:, 2]] = v
+            e1, e2 = _kernels.turn_solutions(self.scratch, *self._args(), np.ascontiguousarray(cur[g:g + 1]))
+            self.E1[g] = e1[0]
+            self.E2[g] = e2[0]
+        self._turn[need] = turn[need]
+
+    def action_values(self, batch):
+        """``(box (n, 13), hold (n, 32), keeps (n, 32))`` as in :meth:`TurnValues.action_values`."""
+        if self.table_values is not None:
+            return self.table_values.action_values(batch)
+        self._update(batch)
+        n = batch.n
+        states = batch.boundary_states()
+        rolls = batch.roll_indices()
+        box = np.full((n, 13), -np.inf)
+        for g in np.flatnonzero(batch.turn < 13):
+            s = self.succ_states[g]
+            self.scratch[s[:, 0], s[:, 1], s[:, 2]] = self.succ_values[g]
+            box[g] = _kernels.box_values(self.scratch, *self._args(), states[g:g + 1], rolls[g:g + 1])[0]
+        keeps = batch.hold_keeps()
+        rl = batch.rolls_left
+        E = np.where((rl == 2)[:, None], self.E1, self.E2)
+        hold = np.take_along_axis(E, keeps.astype(np.int64), axis=1)
+        hold[rl == 0] = -np.inf
+        return box, hold, keeps
+
+    def q(self, batch) -> np.ndarray:
+        """Q of every action, float64 (n, 208), ``-inf`` on illegal actions and finished games."""
+        box, hold, _ = self.action_values(batch)
+        return shared_q(box, hold, batch.legal_actions())
+
+
+class OneStepSearch:
+    """Seed 000's one-step expectimax with a network's value head at the leaves.
+
+    Holds: ``Q(h) = Σ_r P(r | keep(h)) · V(dice r in the rerolled slots, one roll fewer)``
+    over every outcome ``r`` exactly; boxes: points (with bonuses) plus ``V`` of the boundary
+    state left behind. Distinct keeps of a game are expanded once.
+
+    Args:
+        rules: the variant; valuation: a :class:`NetworkValuation`.
+    """
+
+    def __init__(self, rules: YahtzeeRules, valuation: NetworkValuation):
+        self.rules = rules
+        self.valuation = valuation
+        self.turn = FullTurnSearch(rules, valuation)   # for the box values (successor leaves)
+
+    def reset(self) -> None:
+        self.turn.reset()
+
+    def q(self, batch) -> np.ndarray:
+        n = batch.n
+        live = np.flatnonzero(batch.turn < 13)
+        box = np.full((n, 13), -np.inf)
+        hold = np.full((n, 32), -np.inf)
+        if live.size:   # box leaves: points + V(boundary successor), as in the turn pass
+            tb, _, _ = self.turn.action_values(batch)
+            box[live] = tb[live]
+        rolling = live[batch.rolls_left[live] > 0]
+        if rolling.size:
+            keeps = batch.hold_keeps().astype(np.int64)
+            rows_g, rows_k, leaf_dice, leaf_p = [], [], [], []
+            for g in rolling:
+                dice = batch.dice[g]
+                for k in np.unique(keeps[g]):
+                    outs = np.flatnonzero(P_ROLL_GIVEN_KEEP[k] > 0)
+                    rows_g.append(np.full(outs.size, g))
+                    rows_k.append(np.full(outs.size, k))
+                    leaf_p.append(P_ROLL_GIVEN_KEEP[k, outs])
+                    leaf_dice.append(_place_dice(dice, k, outs))
+            rg = np.concatenate(rows_g)
+            rk = np.concatenate(rows_k)
+            p = np.concatenate(leaf_p)
+            d = np.concatenate(leaf_dice)
+            enc = encode_positions(batch.box_scores[rg], batch.upper_raw[rg], d,
+                                   batch.rolls_left[rg].astype(np.int64) - 1, self.rules)
+            v = self.valuation.values(enc)
+            # sum p * v per (game, keep)
+            key = rg * 462 + rk
+            uniq, inv = np.unique(key, return_inverse=True)
+            qk = np.bincount(inv, weights=p * v, minlength=uniq.size)
+            table = dict(zip(uniq.tolist(), qk.tolist()))
+            for g in rolling:
+                hold[g] = [table[g * 462 + int(k)] for k in keeps[g]]
+        return shared_q(box, hold, batch.legal_actions())
+
+
+def _place_dice(dice: np.ndarray, keep: int, outs: np.ndarray) -> np.ndarray:
+    """Physical dice after holding ``keep`` from ``dice`` and rolling to each roll in ``outs``.
+
+    Held dice stay in their slots (lowest slots first for equal faces); the rerolled slots
+    get the faces ``roll − keep`` in ascending order. Returns int8 (len(outs), 5).
+    """
+    need = KEEPS[keep].astype(np.int64).copy()
+    held = np.zeros(5, bool)
+    for i, f in enumerate(dice):
+        if need[f - 1] > 0:
+            need[f - 1] -= 1
+            held[i] = True
+    out = np.repeat(dice[None, :].astype(np.int8), outs.size, axis=0)
+    free = np.flatnonzero(~held)
+    if free.size:
+        diff = ROLLS[outs].astype(np.int64) - KEEPS[keep].astype(np.int64)[None]   # (m, 6)
+        faces = np.repeat(np.tile(np.arange(1, 7), (outs.size, 1)).ravel(), diff.ravel()).reshape(outs.size, free.size)
+        out[:, free] = faces
+    return out
+
+
+def make_search(depth: Depth, rules: YahtzeeRules, valuation):
+    """The search of a depth for a valuation (a table or a :class:`NetworkValuation`).
+
+    Returns ``None`` for depth ``"none"``.
+
+    Raises:
+        ValueError: an unknown depth, or one-step search with a table valuation.
+    """
+    if depth == "none":
+        return None
+    if depth == "full_turn":
+        return FullTurnSearch(rules, valuation)
+    if depth == "one_step":
+        if not (hasattr(valuation, "values") and callable(valuation.values)):
+            raise ValueError("one-step search needs a network valuation (positions with dice)")
+        return OneStepSearch(rules, valuation)
+    raise ValueError(f"unknown search depth {depth!r}; choose one of {', '.join(DEPTHS)}")
+
+
+
+def decode_yahtzee(enc: EncodedBatch):
+    """Scorecards back from Yahtzee encodings.
+
+    Returns:
+        ``(box_scores int16 (m, 13) with −1 open, upper_raw int64 (m,), states int64 (m, 3)
+        of (mask12, ystate, upper subtotal capped at 63))``.
+    """
+    filled = enc.columns[:, 0, :13, 0] > 0.5
+    scores = np.where(filled, np.rint(enc.columns[:, 0, :13, 1] * 80), -1).astype(np.int16)
+    upper_raw = np.where(filled[:, :6], scores[:, :6], 0).sum(axis=1).astype(np.int64)
+    m12 = (filled[:, :11] * (1 << np.arange(11))).sum(axis=1) + filled[:, 12] * (1 << 11)
+    ys = np.where(~filled[:, 11], 0, np.where(scores[:, 11] == 50, 2, 1))
+    states = np.stack([m12, ys, np.minimum(upper_raw, 63)], axis=1).astype(np.int64)
+    return scores, upper_raw, states
+
+
+def oracle_position_values(enc: EncodedBatch, rules: YahtzeeRules, table) -> np.ndarray:
+    """Exact optimal points still to come of encoded Yahtzee positions, float64 (m,).
+
+    Boundary positions (no dice) get the table's value of their state; positions with dice
+    the value of their best action. Used by the off-by-default oracle distillation and by
+    tests (a perfect "value head").
+    """
+    from yamblab.games.dice import hold_to_keep, roll_index
+
+    V = np.ascontiguousarray(getattr(table, "values", table), dtype=np.float64)
+    _, _, states = decode_yahtzee(enc)
+    if not rules.upper_bonus:
+        states[:, 2] = 0
+    out = np.zeros(len(enc))
+    nod = enc.dice[:, 0] == 0
+    out[nod] = V[states[nod, 0], states[nod, 1], states[nod, 2]]
+    w = np.flatnonzero(~nod)
+    if w.size:
+        args = (rules.joker_code, rules.upper_bonus, rules.yahtzee_bonus)
+        st = np.ascontiguousarray(states[w])
+        dice = enc.dice[w, :5]
+        rolls = np.array([roll_index(d) for d in dice], np.int64)
+        box = _kernels.box_values(V, *args, st, rolls)
+        e1, e2 = _kernels.turn_solutions(V, *args, st)
+        keeps = np.array([[hold_to_keep(d, h) for h in range(32)] for d in dice], np.int64)
+        rl = enc.state[w, :6].argmax(axis=1)
+        E = np.where((rl == 2)[:, None], e1, e2)
+        hold = np.take_along_axis(E, keeps, axis=1)
+        hold[rl == 0] = -np.inf
+        out[w] = np.maximum(box.max(axis=1), hold.max(axis=1))
+    return out

@@ -16,7 +16,19 @@ where ``Q(x)`` is the points the box adds now (bonus and middle term included) p
 of the next boundary state. Values are float64 expected points.
 
 A **free column** has no fixed order: its boundary state adds the set of filled rows, so its
-state space is far larger; :func:`free_column_state_count` counts it exactly.
+state space is far larger; :func:`free_column_state_count` counts it exactly:
+
+=============  ============  =====================  ==============================
+preset         states        = core × lower masks   float64 table
+=============  ============  =====================  ==============================
+croatian       12,317,600    384,925 × 32           98.5 MB
+six_dice       13,256,000    414,250 × 32           106.0 MB
+seven_column    6,628,000    414,250 × 16           53.0 MB
+=============  ============  =====================  ==============================
+
+The table fits in memory, but the solve is ~2·(rolls − 1) keep-averaging passes of
+n_rolls × n_keeps per state (about 6·10^12 flops for croatian) plus a max over up to 13 open
+rows per roll; it is not solved here (a batched GPU pass per layer of filled rows would do it).
 
 Sources: seed 001 (backward induction, within-turn recurrences), seed 000 (the game).
 """

@@ -25,3 +25,26 @@ def official_table(_cache_dir):
     from yamblab.oracle.table import OracleTable
 
     return OracleTable.get(OFFICIAL)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One small local Ray cluster shared by every Ray test (2 CPUs, no dashboard)."""
+    ray = pytest.importorskip("ray")
+    from yamblab.actors.cluster import init_ray
+
+    init_ray(num_cpus=2)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture()
+def tiny_config(tmp_path):
+    """The tiny run config with its run folder and MLflow store in a temp folder."""
+    from pathlib import Path
+
+    from yamblab.platform.config import load_run_config
+
+    root = Path(__file__).resolve().parents[1]
+    return load_run_config(root / "configs" / "yahtzee-tiny.yaml",
+                           {"runtime.run_dir": str(tmp_path / "runs")})

@@ -37,6 +37,8 @@ class Agent(ABC):
         """
 
 
+_AGENT_MODULES = ("yamblab.agents.yahtzee_agents", "yamblab.agents.search_agent")
+
 #: name -> factory(rules, table, seed, **options) -> Agent
 AGENTS: dict[str, Callable[..., Agent]] = {}
 
@@ -55,7 +57,14 @@ def make_agent(name: str, rules, table=None, seed: int = 0, **options) -> Agent:
     Raises:
         UnknownVariantError: no agent of that name.
     """
-    import yamblab.agents.yahtzee_agents  # noqa: F401  (registers the built-in agents)
+    import importlib
+
+    for module in _AGENT_MODULES:  # each registers its agents on import
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
 
     if name not in AGENTS:
         raise UnknownVariantError(f"unknown agent {name!r}; choose one of {', '.join(sorted(AGENTS))}")

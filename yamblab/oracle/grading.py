@@ -120,9 +120,15 @@ def regrets_from_values(box: np.ndarray, hold: np.ndarray, actions, rolls_left, 
                       hold[np.arange(n), np.clip(a - 13, 0, 31)])
     with np.errstate(invalid="ignore"):
         regret = np.where(live, best - chosen, 0.0)
+    return regret, decision_kinds(a, rolls_left, live)
+
+
+def decision_kinds(actions, rolls_left, live) -> np.ndarray:
+    """Kind of each decision, int8 (n,): 0 first keep, 1 second keep, 2 box, -1 finished game."""
+    a = np.asarray(actions, dtype=np.int64)
     decision = np.where(a < 13, 2, np.where(np.asarray(rolls_left) == 2, 0, 1)).astype(np.int8)
-    decision[~live] = -1
-    return regret, decision
+    decision[~np.asarray(live, dtype=bool)] = -1
+    return decision
 
 
 def grade_decisions(table: OracleTable, states: np.ndarray, rolls: np.ndarray, rolls_left: np.ndarray,
@@ -154,7 +160,7 @@ def grade_decisions(table: OracleTable, states: np.ndarray, rolls: np.ndarray, r
 
 def grade(agent: Agent, rules: YahtzeeRules = OFFICIAL, games: int = 1000, seed: int = 0,
           table: OracleTable | None = None, chunk: int = 4096, progress: bool = False,
-          first_game: int = 0) -> GradeReport:
+          first_game: int = 0, regret_fn=None) -> GradeReport:
     """Play ``games`` seeded games with ``agent`` and grade every decision with the oracle.
 
     Args:
@@ -162,6 +168,9 @@ def grade(agent: Agent, rules: YahtzeeRules = OFFICIAL, games: int = 1000, seed:
         games: number of games (game numbers ``first_game`` … on dice seed ``seed``).
         chunk: games played at once (memory: about 15 KB per game).
         progress: show a progress bar over games.
+        regret_fn: ``fn(batch, actions) -> (regret (n,), decision (n,))`` that grades each
+            step (default: :class:`Grader` on ``table``; the Ray evaluator passes one that asks
+            the oracle service).
 
     Raises:
         ValueError: ``games`` < 1.
@@ -169,8 +178,8 @@ def grade(agent: Agent, rules: YahtzeeRules = OFFICIAL, games: int = 1000, seed:
     """
     if games < 1:
         raise ValueError(f"number of games must be at least 1, got {games}")
-    table = table or OracleTable.get(rules)
-    grader = Grader(table)
+    if regret_fn is None:
+        regret_fn = Grader(table or OracleTable.get(rules)).regrets
     scores, regrets, ubonus, yrate = [], [], [], []
     by_decision = np.zeros(3)
     by_box = np.zeros(13)
@@ -187,7 +196,7 @@ def grade(agent: Agent, rules: YahtzeeRules = OFFICIAL, games: int = 1000, seed:
         game_regret = np.zeros(n)
         while not batch.done.all():
             actions = np.asarray(agent.act(batch), dtype=np.int64)
-            r, d = grader.regrets(batch, actions)
+            r, d = regret_fn(batch, actions)
             live = d >= 0
             game_regret += r
             np.add.at(by_decision, d[live], r[live])

@@ -7,6 +7,8 @@ Commands:
     yamblab grade             play seeded games with an agent and grade every decision
     yamblab baseline          build the oracle and grade the baseline agents (a quick tour)
     yamblab play              play a game in the terminal, every decision graded
+    yamblab train             AlphaZero-style training on a Ray cluster (resumable)
+    yamblab sweep             ablation grids and tuning studies (Optuna + Ray + MLflow)
 
 A user's mistake (impossible dice, an unreachable position, an unknown variant …) prints
 ``error: …`` and exits with status 2, without a traceback.
@@ -19,6 +21,7 @@ import importlib
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -149,6 +152,8 @@ def grade(
     preset: Optional[str] = typer.Option(None, help="Yamb preset (with --game yamb)."),
     valuation: Optional[str] = typer.Option(None, help="For --agent search: 'oracle' or a checkpoint path."),
     checkpoint: Optional[str] = typer.Option(None, help="Grade a trained agent from this checkpoint."),
+    depth: str = typer.Option("full_turn", help="Search depth of a network agent: none (policy "
+                                                "alone), one_step or full_turn."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ):
     """Play seeded games with an agent and grade every decision against the oracle."""
@@ -164,11 +169,19 @@ def grade(
 
     r = _rules(rules)
     table = OracleTable.get(r)
+    if depth not in ("none", "one_step", "full_turn"):
+        raise _bad_choice("search depth", depth, ["none", "one_step", "full_turn"])
+    if checkpoint is not None and not Path(checkpoint).is_file():
+        raise YamblabError(f"no checkpoint file at {checkpoint}")
     options = {}
     if valuation is not None:
         options["valuation"] = valuation
     if checkpoint is not None:
-        options["checkpoint"] = checkpoint
+        # a trained agent: its network drives full-turn search (its value head at the leaves)
+        agent, options["valuation"] = "search", checkpoint
+        options["depth"] = depth
+    elif depth != "full_turn":
+        options["depth"] = depth
     a = make_agent(agent, r, table=table, seed=seed, **options)
     report = _grade(a, r, games=games, seed=seed, table=table, progress=not as_json)
     typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.format())
@@ -211,6 +224,118 @@ def play(
     from yamblab.platform.play import play_game
 
     play_game(_rules(rules), seed if seed is not None else random.randrange(2**32), hints)
+
+
+def _parse_sets(sets: list[str]) -> dict:
+    """``--set train.lr=3e-4`` options as a dict of dotted keys to YAML-parsed values."""
+    import yaml
+
+    from yamblab.errors import ConfigError
+
+    out = {}
+    for item in sets or []:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. train.lr=3e-4")
+        k, _, v = item.partition("=")
+        out[k.strip()] = yaml.safe_load(v)
+    return out
+
+
+@app.command()
+@user_errors
+def train(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Run config YAML (configs/…)."),
+    resume: Optional[str] = typer.Option(None, help="Resume a run: its folder, or its name under runtime.run_dir."),
+    address: Optional[str] = typer.Option(None, help="Join an existing Ray cluster (e.g. 'auto'); default: start a local one."),
+    tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default: sqlite:///mlflow.db here)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a config key, e.g. --set train.lr=3e-4 (repeatable)."),
+    backend: str = typer.Option("ray", help="ray (actors on the cluster) or local (one process)."),
+):
+    """Train an agent by AlphaZero-style self-play on a Ray cluster, graded by the oracle."""
+    import datetime
+
+    from yamblab.actors.runtime import CHECKPOINT, TrainingRun
+    from yamblab.platform.config import apply_overrides, load_run_config
+    from yamblab.platform.tracking import Tracker
+
+    if backend not in ("ray", "local"):
+        raise _bad_choice("backend", backend, ["ray", "local"])
+    if resume:
+        from yamblab.learners.checkpoint import load_checkpoint
+        from yamblab.platform.config import RunConfig
+        from yamblab.platform.configio import validate
+
+        run_dir = Path(resume)
+        if not (run_dir / CHECKPOINT).exists():
+            base = load_run_config(config).runtime.run_dir if config else "runs"
+            run_dir = Path(base) / resume
+        if not (run_dir / CHECKPOINT).exists():
+            raise YamblabError(f"no run to resume at {resume} (looked for {run_dir / CHECKPOINT})")
+        import yaml
+
+        cfg = validate(RunConfig, yaml.safe_load(load_checkpoint(run_dir / CHECKPOINT)["config"]),
+                       str(run_dir / CHECKPOINT))
+        if set_:
+            cfg = apply_overrides(cfg, _parse_sets(set_), "--set")
+    else:
+        if config is None:
+            raise YamblabError("give --config configs/NAME.yaml (or --resume RUN)")
+        cfg = load_run_config(config, _parse_sets(set_))
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        run_dir = Path(cfg.runtime.run_dir) / f"{cfg.name}-{stamp}"
+    tracker = Tracker(tracking_uri or cfg.tracking.uri, cfg.tracking.experiment)
+    started = False
+    if backend == "ray":
+        from yamblab.actors.cluster import init_ray
+
+        init_ray(address)
+        started = True
+    run = None
+    try:
+        run = TrainingRun(cfg, run_dir, backend=backend, resume=bool(resume), tracker=tracker)
+        typer.echo(f"run {run_dir} (iteration {run.iteration} of {cfg.runtime.iterations}); "
+                   f"resume with: yamblab train --resume {run_dir}")
+        run.run()
+        out = run.finish()
+        last = run.history[-1]
+        typer.echo(f"done: {run.iteration} iterations, {run.elapsed / 60:.1f} min; noise-free regret "
+                   f"{last.get('eval.regret_mean', float('nan')):.2f} points/game "
+                   f"[{last.get('eval.regret_ci_low', float('nan')):.2f}, "
+                   f"{last.get('eval.regret_ci_high', float('nan')):.2f}], score "
+                   f"{last.get('eval.score_mean', float('nan')):.1f}")
+        typer.echo(f"checkpoint: {out['files'][0]}\nsee the runs: {tracker.ui_command()}")
+    except KeyboardInterrupt:
+        typer.echo(f"\ninterrupted: the last checkpoint is kept; resume with: yamblab train --resume {run_dir}",
+                   err=True)
+        if run is not None and run.run_id:
+            tracker.end_run(run.run_id, "KILLED")
+        raise typer.Exit(130) from None
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
+
+
+@app.command()
+@user_errors
+def sweep(
+    spec: Path = typer.Argument(..., help="Sweep spec YAML (experiments/…)."),
+    address: Optional[str] = typer.Option(None, help="Join an existing Ray cluster; default: start a local one."),
+    tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default: sqlite:///mlflow.db here)."),
+    storage: Optional[str] = typer.Option(None, help="Optuna storage: a journal file path or postgresql://…"),
+):
+    """Run (or resume) an ablation grid or tuning study; print each arm's regret and verdict."""
+    from yamblab.platform.config import load_sweep
+    from yamblab.platform.sweep import Sweep
+
+    sp, base = load_sweep(spec, storage)
+    sw = Sweep(sp, base, tracking_uri=tracking_uri, ray_address=address)
+    rows = sw.run()
+    typer.echo(f"\nsweep {sp.name}: oracle regret per game on the same {base.runtime.eval_games} "
+               f"evaluation games (lower is better)\n")
+    typer.echo(sw.table_text if rows else "no finished trials")
+    typer.echo(f"\nopen the MLflow UI on these runs:  {sw.tracker.ui_command()}")
 
 
 def _yamb_api():

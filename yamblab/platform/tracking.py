@@ -125,7 +125,7 @@ class Tracker:
         try:
             with mlflow.start_run(run_id=run_id, nested=True):
                 try:
-                    mlflow.pytorch.log_model(model, name=name)
+                    mlflow.pytorch.log_model(model, name=name, serialization_format="pickle")
                 except TypeError:  # MLflow 2
                     mlflow.pytorch.log_model(model, artifact_path=name)
         except Exception as exc:  # noqa: BLE001 - the run's other records must survive

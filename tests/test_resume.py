@@ -1,0 +1,72 @@
+"""A driver killed mid-run resumes from its last checkpoint: same iteration count, buffer
+restored, nothing lost or counted twice."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from yamblab.errors import DamagedFileError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _yamblab(*args, **kw):
+    return [sys.executable, "-m", "yamblab.platform.cli", *args]
+
+
+def test_killed_driver_resumes_at_the_right_iteration(tmp_path):
+    from yamblab.learners.checkpoint import load_checkpoint
+
+    runs = tmp_path / "runs"
+    env = {**os.environ, "YAMBLAB_CACHE_DIR": os.environ.get("YAMBLAB_CACHE_DIR", str(tmp_path))}
+    common = ["--backend", "local", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
+    proc = subprocess.Popen(_yamblab("train", "-c", str(ROOT / "configs" / "yahtzee-tiny.yaml"), *common,
+                                     "--set", "runtime.iterations=4", "--set", f"runtime.run_dir={runs}",
+                                     "--set", "runtime.eval_every=10"),
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + 240
+    ckpt = None
+    while time.time() < deadline and proc.poll() is None:
+        found = list(runs.glob("*/checkpoint.pt"))
+        if found:
+            ckpt = found[0]
+            break
+        time.sleep(0.2)
+    assert ckpt is not None, proc.stdout.read().decode()[-2000:] if proc.poll() is not None else "no checkpoint"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    state = load_checkpoint(ckpt)
+    k = int(state["iteration"])
+    assert 1 <= k < 4 and int(state["games_played"]) == 16 * k
+    assert len(json.loads(state["history"])) == k
+    buffered = len(state["buffer"]["data"]["dice"])
+
+    res = subprocess.run(_yamblab("train", "--resume", str(ckpt.parent), *common), cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert f"(iteration {k} of 4)" in res.stdout
+    final = load_checkpoint(ckpt)
+    history = json.loads(final["history"])
+    assert [h["iteration"] for h in history] == [1, 2, 3, 4]
+    assert [h["games_played"] for h in history] == [16, 32, 48, 64]
+    assert int(final["buffer"]["added"]) > buffered
+
+
+def test_damaged_checkpoint_is_refused_by_grade(tmp_path):
+    from typer.testing import CliRunner
+
+    from yamblab.platform.cli import app
+
+    bad = tmp_path / "checkpoint.pt"
+    bad.write_bytes(b"YAMBLAB-CHECKPOINT\n{\"format\": 1, \"size\": 100, \"sha256\": \"00\"}\nshort")
+    res = CliRunner().invoke(app, ["grade", "--checkpoint", str(bad), "--games", "2"])
+    assert res.exit_code == 2 and "truncated" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(app, ["grade", "--checkpoint", str(tmp_path / "nope.pt")])
+    assert res.exit_code == 2 and "no checkpoint" in res.output
+    assert issubclass(DamagedFileError, Exception)

@@ -1,0 +1,65 @@
+"""The Ray runtime on one small shared local cluster."""
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.ray
+
+
+def test_two_iterations_on_ray(ray_cluster, tiny_config, tmp_path):
+    from yamblab.actors.runtime import CHECKPOINT, TrainingRun
+
+    run = TrainingRun(tiny_config, tmp_path / "run", backend="ray", progress=False)
+    try:
+        history = run.run()
+        assert [h["iteration"] for h in history] == [1, 2]
+        assert history[-1]["games_played"] == 2 * tiny_config.train.games_per_iteration
+        assert np.isfinite(history[-1]["eval.regret_mean"]) and history[-1]["eval.regret_mean"] > 0
+        assert history[-1]["buffer.positions"] > 0
+        assert (tmp_path / "run" / CHECKPOINT).exists()
+        # two versions were published; the single worker loaded each once
+        assert run.backend.weight_loads() == [2]
+        out = run.finish()
+        assert len(out["per_game_regret"]) == tiny_config.runtime.eval_games
+    finally:
+        run.shutdown()
+
+
+def test_weights_reach_workers_only_on_version_change(ray_cluster, tiny_config):
+    from yamblab.actors.actors import SelfPlayWorker
+    from yamblab.learners.learner import Learner
+
+    worker = ray_cluster.remote(num_cpus=1)(SelfPlayWorker).remote(tiny_config.model_dump(mode="json"))
+    version, state = Learner(tiny_config.model, tiny_config.train).get_weights()
+    ref = [ray_cluster.put(state)]
+    for first in (0, 2, 4):
+        ray_cluster.get(worker.play.remote(version, ref, 2, 0, first))
+    assert ray_cluster.get(worker.weight_loads.remote()) == 1
+    ray_cluster.get(worker.play.remote(version + 1, ref, 2, 0, 6))
+    assert ray_cluster.get(worker.weight_loads.remote()) == 2
+    ray_cluster.kill(worker)
+
+
+def test_killed_worker_is_replaced_and_its_games_replayed(ray_cluster, tiny_config, tmp_path):
+    import threading
+    import time
+
+    from yamblab.actors.runtime import RayBackend
+
+    cfg = tiny_config.model_copy(deep=True)
+    backend = RayBackend(cfg)
+    try:
+        version, weights = backend.weights()
+        pid_before = ray_cluster.get(backend.workers[0].pid.remote())
+        jobs = [{"n": 8, "seed": 0, "first_game": 8 * i, "n_bot": 0} for i in range(4)]
+        killer = threading.Timer(1.0, lambda: ray_cluster.kill(backend.workers[0], no_restart=False))
+        killer.start()
+        t0 = time.time()
+        stats = backend.play(version, weights, jobs)
+        killer.join()
+        assert len(stats) == 4                        # every job done, none twice
+        assert backend.restarts >= 1
+        assert ray_cluster.get(backend.workers[0].pid.remote()) != pid_before
+        assert time.time() - t0 < 300
+    finally:
+        backend.shutdown()

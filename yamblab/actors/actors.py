@@ -1,0 +1,277 @@
+"""The Ray actors of a training run: oracle service, self-play workers, replay buffer, learner,
+evaluator.
+
+Each class here is plain Python (testable without Ray); :func:`remote_classes` wraps them as
+Ray actors with the resources a run declares. Design points (and muzero-general's faults
+avoided): every actor declares its CPUs and sets torch's threads to match; self-play plays many
+games at once with one batched forward pass per step; workers load weights only when their
+version changes; the weights travel once per version through the object store; the replay
+buffer is bounded by a size budget in positions; in-flight self-play is bounded by the driver.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, fields
+
+import numpy as np
+
+from yamblab.actors.replay import ReplayBuffer
+from yamblab.learners.samples import SampleBatch
+
+
+def _threads(cpus: float) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, int(cpus)))
+
+
+def samples_to_dict(s: SampleBatch) -> dict[str, np.ndarray]:
+    """A :class:`SampleBatch` as a dict of arrays (the replay buffer's storage format)."""
+    return {f.name: getattr(s, f.name) for f in fields(s)}
+
+
+def samples_from_dict(d: dict[str, np.ndarray]) -> SampleBatch:
+    return SampleBatch(**d)
+
+
+class OracleService:
+    """Builds or loads the exact table once and grades decisions for whoever asks.
+
+    The table is put in the object store once (:meth:`table_ref`), so actors on the same node
+    read it without copies.
+    """
+
+    def __init__(self, rules_name: str):
+        from yamblab.games.yahtzee import YahtzeeRules
+        from yamblab.oracle.table import OracleTable
+
+        self.rules = YahtzeeRules.parse(rules_name)
+        self.table = OracleTable.get(self.rules)
+        self._ref = None
+        self.graded = 0
+
+    def table_ref(self) -> list:
+        """``[ObjectRef]`` of the (4096, 3, 64) float64 table (wrapped in a list so Ray
+        passes the reference, not the array)."""
+        import ray
+
+        if self._ref is None:
+            self._ref = ray.put(self.table.values)
+        return [self._ref]
+
+    def new_game_value(self) -> float:
+        return self.table.new_game_value
+
+    def grade(self, states, rolls, rolls_left, keeps, actions) -> np.ndarray:
+        """Regret of each recorded decision (see :func:`yamblab.oracle.grading.grade_decisions`)."""
+        from yamblab.oracle.grading import grade_decisions
+
+        self.graded += len(actions)
+        return grade_decisions(self.table, states, rolls, rolls_left, keeps, actions)
+
+
+class SelfPlayWorker:
+    """Plays self-play games with the EMA network; loads weights only on a new version.
+
+    Args:
+        config: the run config (a dict); worker_id: this worker's number.
+    """
+
+    def __init__(self, config: dict, worker_id: int = 0):
+        from yamblab.learners.selfplay import SelfPlay
+        from yamblab.platform.config import RunConfig
+
+        cfg = RunConfig.model_validate(config)
+        _threads(cfg.runtime.worker_cpus)
+        self.worker_id = worker_id
+        self.selfplay = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.rules_obj, device="cpu")
+        self.loads = 0
+
+    def play(self, version: int, weights: list, n: int, seed: int, first_game: int, n_bot: int = 0):
+        """Play ``n`` games (game numbers ``first_game`` …) with weights ``version``.
+
+        Args:
+            weights: ``[ObjectRef or state_dict]``; fetched only when ``version`` is new.
+
+        Returns:
+            ``(samples dict, stats dict)``.
+        """
+        if version != self.selfplay.version:
+            w = weights[0]
+            if not isinstance(w, dict):
+                import ray
+
+                w = ray.get(w)
+            self.selfplay.set_weights(w, version)
+            self.loads += 1
+        samples, stats = self.selfplay.play_games(n, seed, first_game=first_game, n_bot=n_bot)
+        stats = {**stats, "worker": self.worker_id, "version": version}
+        return samples_to_dict(samples), stats
+
+    def weight_loads(self) -> int:
+        """How many times this worker loaded weights (once per new version)."""
+        return self.loads
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+
+class ReplayBufferActor:
+    """The bounded replay buffer as an actor (see :class:`~yamblab.actors.replay.ReplayBuffer`)."""
+
+    def __init__(self, capacity: int, seed: int = 0, state: dict | None = None):
+        self.buffer = ReplayBuffer.from_state_dict(state) if state else ReplayBuffer(capacity, seed)
+
+    def add(self, samples: dict) -> int:
+        self.buffer.add(samples)
+        return len(self.buffer)
+
+    def all(self) -> dict:
+        return self.buffer.all()
+
+    def size(self) -> int:
+        return len(self.buffer)
+
+    def state_dict(self) -> dict:
+        return self.buffer.state_dict()
+
+
+class LearnerActor:
+    """The learner: trains on the replay buffer, publishes versioned EMA weights.
+
+    Runs on the GPU when one was given to the actor, else on the CPU.
+    """
+
+    def __init__(self, config: dict, state: dict | None = None):
+        import torch
+
+        from yamblab.learners.learner import Learner
+        from yamblab.platform.config import RunConfig
+
+        cfg = RunConfig.model_validate(config)
+        _threads(cfg.runtime.learner_cpus)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        train = cfg.train.model_copy(update={"device": device})
+        self.learner = Learner(cfg.model, train)
+        if state is not None:
+            self.learner.load_state_dict(state)
+        self._published: tuple[int, list] | None = None
+
+    def device(self) -> str:
+        return str(self.learner.device)
+
+    def train(self, samples: dict) -> dict:
+        """One iteration: ``epochs`` passes over the given samples; returns metrics."""
+        return self.learner.train_iteration(samples_from_dict(samples))
+
+    def weights(self) -> tuple[int, list]:
+        """``(version, [ObjectRef of the EMA state_dict])``, put in the object store once per version."""
+        import ray
+
+        version, state = self.learner.get_weights()
+        if self._published is None or self._published[0] != version:
+            cpu = {k: v.detach().to("cpu") for k, v in state.items()}
+            self._published = (version, [ray.put(cpu)])
+        return self._published
+
+    def state_dict(self) -> dict:
+        import torch
+
+        state = self.learner.state_dict()
+        return _to_cpu(state, torch)
+
+
+def _to_cpu(obj, torch):
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu")
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v, torch) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_cpu(v, torch) for v in obj)
+    return obj
+
+
+class Evaluator:
+    """Plays noise-free games on fixed dice and has every decision graded by the oracle service.
+
+    Every run and every arm of a sweep is evaluated on the same games (``eval_seed``), so they
+    compare on equal luck.
+    """
+
+    def __init__(self, config: dict, oracle_service=None):
+        from yamblab.platform.config import RunConfig
+
+        self.cfg = RunConfig.model_validate(config)
+        _threads(self.cfg.runtime.eval_cpus)
+        self.service = oracle_service
+        self._net = None
+
+    def evaluate(self, version: int, weights: list) -> dict:
+        """Grade the network of ``weights``: per-game regrets and scores, and summary metrics."""
+        import ray
+
+        from yamblab.agents.search_agent import network_agent
+        from yamblab.model.network import YambNet
+        from yamblab.oracle.grading import decision_kinds, grade
+
+        w = weights[0] if isinstance(weights[0], dict) else ray.get(weights[0])
+        if self._net is None:
+            self._net = YambNet(self.cfg.model).eval()
+        self._net.load_state_dict(w, strict=True)
+        rules = self.cfg.rules_obj
+        service = self.service
+
+        def regret_fn(batch, actions):
+            live = batch.turn < 13
+            idx = np.flatnonzero(live)
+            regret = np.zeros(batch.n)
+            if idx.size:
+                regret[idx] = ray.get(service.grade.remote(
+                    batch.boundary_states()[idx], batch.roll_indices()[idx], batch.rolls_left[idx],
+                    batch.hold_keeps()[idx], np.asarray(actions)[idx]))
+            return regret, decision_kinds(actions, batch.rolls_left, live)
+
+        t0 = time.perf_counter()
+        agent = network_agent(self._net, rules, self.cfg.search.depth)
+        report = grade(agent, rules, games=self.cfg.runtime.eval_games, seed=self.cfg.runtime.eval_seed,
+                       regret_fn=regret_fn if service is not None else None)
+        return eval_payload(report, version, time.perf_counter() - t0)
+
+
+def eval_payload(report, version: int, seconds: float) -> dict:
+    """Metrics and per-game arrays of an evaluation (a :class:`GradeReport`)."""
+    metrics = {
+        "eval.regret_mean": report.regret_mean, "eval.regret_ci_low": report.regret_ci[0],
+        "eval.regret_ci_high": report.regret_ci[1], "eval.score_mean": report.mean,
+        "eval.score_ci_low": report.ci[0], "eval.score_ci_high": report.ci[1],
+        "eval.upper_bonus_rate": report.upper_bonus_rate, "eval.yahtzee_rate": report.yahtzee_rate,
+        "eval.seconds": seconds, "eval.version": version,
+        **{f"eval.regret.{k.replace(' ', '_')}": v for k, v in report.regret_by_decision.items()},
+    }
+    return {"metrics": metrics, "per_game_regret": report.regrets, "scores": report.scores,
+            "by_box": report.regret_by_box, "by_decision": report.regret_by_decision,
+            "report": {k: v for k, v in asdict(report).items() if k not in ("scores", "regrets")}}
+
+
+def remote_classes(cfg) -> dict:
+    """The actor classes wrapped for Ray with the resources the run config declares."""
+    import ray
+
+    rt = cfg.runtime
+    gpus = 0.0
+    if rt.learner_gpus == "auto":
+        from yamblab.actors.cluster import cluster_has_gpu
+
+        gpus = 1.0 if cluster_has_gpu() else 0.0
+    else:
+        gpus = float(rt.learner_gpus)
+    return {
+        "oracle": ray.remote(num_cpus=0)(OracleService),
+        "worker": ray.remote(num_cpus=rt.worker_cpus, max_restarts=-1, max_task_retries=0)(SelfPlayWorker),
+        "buffer": ray.remote(num_cpus=0)(ReplayBufferActor),
+        "learner": ray.remote(num_cpus=rt.learner_cpus, num_gpus=gpus)(LearnerActor),
+        "evaluator": ray.remote(num_cpus=rt.eval_cpus)(Evaluator),
+    }

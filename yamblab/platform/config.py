@@ -1,0 +1,285 @@
+"""The validated schema of training runs and sweeps (pydantic), read from YAML.
+
+A run config (``configs/*.yaml``)::
+
+    name: yahtzee-tiny
+    game: yahtzee
+    rules: forced                 # joker rule [,no-upper-bonus][,no-yahtzee-bonus]
+    preset: tiny                  # model size preset; `model:` overrides single fields
+    model: {hold_correction: true}
+    search: {depth: full_turn}
+    train: {kl_targets: true, entropy_coef: 0.003, lr: 0.001, games_per_iteration: 64}
+    runtime: {iterations: 10, workers: 1, eval_every: 2, eval_games: 200}
+    tracking: {experiment: yamblab}
+
+A sweep spec (``experiments/*.yaml``) names its base run config and either arms / factors
+(an ablation grid) or parameter ranges (a TPE tuning study); see :class:`SweepConfig`.
+Unknown keys, wrong types and out-of-range values are refused before any work starts, with
+the file and the key named.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from yamblab.errors import ConfigError, YamblabError
+from yamblab.learners.config import SearchConfig, TrainConfig
+from yamblab.model.config import PRESETS, ModelConfig
+from yamblab.platform.configio import deep_update, read_yaml, validate
+
+#: The fixed evaluation dice: every run and every arm is evaluated on these games.
+EVAL_SEED = 20_261_130
+
+
+class RuntimeConfig(BaseModel):
+    """How a run is executed on the Ray cluster.
+
+    Attributes:
+        iterations: training iterations (self-play, then learning).
+        workers: self-play worker actors.
+        worker_cpus, learner_cpus, eval_cpus: CPUs each actor declares (torch threads are set
+            to match, at least one). Fractions are allowed: the phases of an iteration run one
+            after the other, so on a small machine the learner and evaluator can share a core.
+        learner_gpus: GPUs the learner asks for: ``"auto"`` takes one when the cluster has one.
+        replay_positions: size budget of the replay buffer, in positions.
+        max_in_flight: self-play tasks in flight per worker (backpressure).
+        eval_every: evaluate every N iterations (and after the last).
+        eval_games: noise-free evaluation games per evaluation, on dice seed ``eval_seed``.
+        eval_seed: dice seed of the evaluation games (the same for every run and arm).
+        time_budget_minutes: stop after the iteration that crosses this wall time.
+        run_dir: folder for checkpoints and run state.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    iterations: int = Field(10, ge=1, le=1_000_000)
+    workers: int = Field(1, ge=1, le=4096)
+    worker_cpus: float = Field(1.0, gt=0.0, le=256)
+    learner_cpus: float = Field(1.0, gt=0.0, le=256)
+    eval_cpus: float = Field(1.0, gt=0.0, le=256)
+    learner_gpus: Literal["auto"] | float = "auto"
+    replay_positions: int = Field(200_000, ge=1, le=1_000_000_000)
+    max_in_flight: int = Field(2, ge=1, le=64)
+    eval_every: int = Field(1, ge=1, le=1_000_000)
+    eval_games: int = Field(200, ge=1, le=10_000_000)
+    eval_seed: int = Field(EVAL_SEED, ge=0, lt=2**63)
+    time_budget_minutes: float | None = Field(None, gt=0.0)
+    run_dir: str = "runs"
+
+
+class TrackingConfig(BaseModel):
+    """Where MLflow records go (the driver is the only writer)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    uri: str | None = None
+    experiment: str = "yamblab"
+
+
+class RunConfig(BaseModel):
+    """One training run: game, rules, network, search, training and runtime."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "run"
+    game: Literal["yahtzee"] = "yahtzee"
+    rules: str = "forced"
+    preset: str = "tiny"
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            preset = data.get("preset", "tiny")
+            if preset not in PRESETS:
+                raise ValueError(f"unknown model preset {preset!r}; choose one of {', '.join(PRESETS)}")
+            overrides = data.get("model") or {}
+            if isinstance(overrides, dict):
+                data = {**data, "model": {**PRESETS[preset], **overrides}}
+        return data
+
+    @field_validator("rules")
+    @classmethod
+    def _check_rules(cls, v: str) -> str:
+        from yamblab.games.yahtzee import YahtzeeRules
+
+        try:
+            return YahtzeeRules.parse(v).name
+        except YamblabError as exc:
+            raise ValueError(str(exc)) from None
+
+    @property
+    def rules_obj(self):
+        """The :class:`~yamblab.games.yahtzee.YahtzeeRules` of this run."""
+        from yamblab.games.yahtzee import YahtzeeRules
+
+        return YahtzeeRules.parse(self.rules)
+
+    @property
+    def model_preset(self) -> str:
+        return self.preset
+
+    def to_yaml(self) -> str:
+        """The whole config as YAML (what is logged with the run)."""
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+
+def load_run_config(path: str | Path, overrides: dict | None = None) -> RunConfig:
+    """Read and validate a run config file, with optional dotted-key overrides.
+
+    Raises:
+        ConfigError: naming the file and each bad key.
+    """
+    data = read_yaml(path)
+    if overrides:
+        data = deep_update(data, overrides)
+    return validate(RunConfig, data, str(path))
+
+
+def apply_overrides(base: RunConfig, overrides: dict, source: str = "overrides") -> RunConfig:
+    """A copy of ``base`` with dotted-key ``overrides`` (``{"train.lr": 3e-4}``), validated.
+
+    Raises:
+        ConfigError: an unknown key or a bad value, naming ``source``.
+    """
+    return validate(RunConfig, deep_update(base.model_dump(mode="json"), overrides), source)
+
+
+class ParamRange(BaseModel):
+    """A tuning range: ``low``..``high`` (optionally log-scale or integer), or ``choices``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    integer: bool = False
+    choices: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "ParamRange":
+        if self.choices is not None:
+            if not self.choices:
+                raise ValueError("choices must not be empty")
+            return self
+        if self.low is None or self.high is None:
+            raise ValueError("give low and high, or choices")
+        if not self.low < self.high:
+            raise ValueError(f"low {self.low} must be below high {self.high}")
+        if self.log and self.low <= 0:
+            raise ValueError("a log-scale range needs low > 0")
+        return self
+
+
+class SweepConfig(BaseModel):
+    """An ablation grid or a tuning study.
+
+    Attributes:
+        name: the study's name (its Optuna study and MLflow parent run).
+        kind: ``"grid"`` (arms × seeds) or ``"tpe"`` (a tuning study).
+        base: the run config every trial starts from (relative to the sweep file).
+        overrides: dotted-key overrides applied to every trial.
+        arms: named arms, each a dict of dotted-key overrides (grid).
+        factors: alternatively, values per dotted key; their product makes the arms (grid).
+        baseline_arm: the arm the others are compared with (default: the first).
+        seeds: training seeds of every arm (``train.seed``).
+        params: ranges to tune (tpe); n_trials: trials in all; pruning: median pruning on the
+            evaluator's regret; sampler_seed: TPE's seed.
+        parallel: trials at once; trial_cpus: CPUs each trial declares.
+        storage: Optuna storage: a journal file path (default ``.yamblab/sweeps/NAME.journal``)
+            or a database URL (``postgresql://…``).
+        tracking_uri, experiment: MLflow store and experiment.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., min_length=1, max_length=200)
+    kind: Literal["grid", "tpe"] = "grid"
+    base: str
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    arms: dict[str, dict[str, Any]] | None = None
+    factors: dict[str, list[Any]] | None = None
+    baseline_arm: str | None = None
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    params: dict[str, ParamRange] = Field(default_factory=dict)
+    n_trials: int = Field(8, ge=1, le=100_000)
+    pruning: bool = True
+    sampler_seed: int = 0
+    parallel: int = Field(2, ge=1, le=4096)
+    trial_cpus: float = Field(1.0, gt=0.0, le=256)
+    storage: str | None = None
+    tracking_uri: str | None = None
+    experiment: str = "yamblab"
+
+    @model_validator(mode="after")
+    def _check(self) -> "SweepConfig":
+        if self.kind == "grid":
+            if not self.arms and not self.factors:
+                raise ValueError("a grid sweep needs `arms` or `factors`")
+            if self.arms and self.factors:
+                raise ValueError("give `arms` or `factors`, not both")
+            if self.baseline_arm is not None and self.baseline_arm not in self.arm_overrides():
+                raise ValueError(f"baseline_arm {self.baseline_arm!r} is not one of the arms "
+                                 f"({', '.join(self.arm_overrides())})")
+        elif not self.params:
+            raise ValueError("a tpe sweep needs `params` to tune")
+        return self
+
+    def arm_overrides(self) -> dict[str, dict[str, Any]]:
+        """Arm name -> its overrides (factors expand to their product, named key=value,…)."""
+        if self.arms:
+            return dict(self.arms)
+        keys = list(self.factors or {})
+        out = {}
+        for values in itertools.product(*(self.factors[k] for k in keys)):
+            name = ",".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, values))
+            out[name] = dict(zip(keys, values))
+        return out
+
+    def storage_url(self) -> str:
+        """The Optuna storage: ``journal:PATH`` for a local journal file, else the URL."""
+        if self.storage and "://" in self.storage:
+            return self.storage
+        path = self.storage or str(Path(".yamblab") / "sweeps" / f"{self.name}.journal")
+        return f"journal:{path}"
+
+
+def load_sweep(path: str | Path, storage: str | None = None) -> tuple[SweepConfig, RunConfig]:
+    """Read a sweep spec and its base run config, and check every trial's config up front.
+
+    Raises:
+        ConfigError: a bad key anywhere, naming the file (and the arm) where it is.
+    """
+    path = Path(path)
+    spec = validate(SweepConfig, read_yaml(path), str(path))
+    if storage:
+        spec = spec.model_copy(update={"storage": storage})
+    base_path = Path(spec.base)
+    if not base_path.is_absolute():
+        cand = path.parent / base_path
+        base_path = cand if cand.exists() else base_path
+    base = load_run_config(base_path)
+    try:
+        base = apply_overrides(base, spec.overrides, source=f"{path}: overrides")
+        if spec.kind == "grid":
+            for arm, ov in spec.arm_overrides().items():
+                for seed in spec.seeds:
+                    apply_overrides(base, {**ov, "train.seed": seed}, source=f"{path}: arms.{arm}")
+        else:
+            for key, rng in spec.params.items():
+                probe = rng.choices[0] if rng.choices is not None else (
+                    int(rng.low) if rng.integer else rng.low)
+                apply_overrides(base, {key: probe}, source=f"{path}: params.{key}")
+    except ConfigError:
+        raise
+    return spec, base

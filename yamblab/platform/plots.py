@@ -1,0 +1,89 @@
+"""Figures a user would rather see than read: learning curves, score histograms, regret breakdowns.
+
+Every function returns a matplotlib figure (Agg backend, no display needed); the caller saves
+it or logs it to MLflow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from yamblab.oracle.grading import mean_ci
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def close(fig) -> None:
+    _plt().close(fig)
+
+
+def learning_curve(evals: list[dict], history: list[dict] | None = None):
+    """Oracle regret per game (95% CI) of each evaluation against training minutes.
+
+    Args:
+        evals: dicts with ``minutes`` and ``per_game_regret`` (points per evaluation game).
+        history: per-iteration metrics; the self-play score is drawn on a second axis if given.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    if evals:
+        mins = np.array([e["minutes"] for e in evals])
+        stats_ = [mean_ci(np.asarray(e["per_game_regret"])) for e in evals]
+        m = np.array([s[0] for s in stats_])
+        lo = np.array([s[1] for s in stats_])
+        hi = np.array([s[2] for s in stats_])
+        ax.plot(mins, m, "o-", color="tab:blue", label="noise-free regret / game")
+        ax.fill_between(mins, lo, hi, color="tab:blue", alpha=0.2, label="95% CI")
+    ax.set_xlabel("training time (minutes)")
+    ax.set_ylabel("oracle regret per game (points)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper right")
+    ax.set_title("Learning curve (lower is better; 0 = optimal play)")
+    fig.tight_layout()
+    return fig
+
+
+def score_histogram(scores: np.ndarray, cfg, table):
+    """The network's evaluation scores against the optimal player's on the same dice."""
+    from yamblab.agents.base import make_agent
+    from yamblab.oracle.grading import grade
+
+    plt = _plt()
+    rules = cfg.rules_obj
+    games = len(scores)
+    opt = grade(make_agent("oracle", rules, table=table), rules, games=games,
+                seed=cfg.runtime.eval_seed, table=table).scores
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    bins = np.arange(0, max(float(np.max(opt)), float(np.max(scores)), 100) + 20, 20)
+    ax.hist(opt, bins=bins, alpha=0.5, label=f"optimal player (mean {np.mean(opt):.1f})", color="tab:gray")
+    ax.hist(scores, bins=bins, alpha=0.6, label=f"network (mean {np.mean(scores):.1f})", color="tab:blue")
+    ax.set_xlabel("final score (points)")
+    ax.set_ylabel("games")
+    ax.set_title(f"Scores on the {games} evaluation games (same dice)")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def regret_breakdown(by_decision: dict[str, float], by_box: dict[str, float]):
+    """Mean regret per game split by decision type and by the box chosen."""
+    plt = _plt()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [1, 3]})
+    a1.bar(list(by_decision), list(by_decision.values()), color="tab:orange")
+    a1.set_ylabel("regret per game (points)")
+    a1.set_title("by decision")
+    a1.tick_params(axis="x", rotation=30)
+    items = sorted(by_box.items(), key=lambda kv: -kv[1])
+    a2.bar([k for k, _ in items], [v for _, v in items], color="tab:red")
+    a2.set_title("box decisions, by box chosen")
+    a2.tick_params(axis="x", rotation=45)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,247 @@
+"""The training step: self-play samples, losses, EMA cadence, PPG, checkpoints, probes, health."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import torch
+from pydantic import ValidationError
+
+from yamblab.errors import DamagedFileError
+from yamblab.games.yahtzee import OFFICIAL
+from yamblab.learners.checkpoint import load_checkpoint, load_network, save_checkpoint
+from yamblab.learners.config import SearchConfig, TrainConfig
+from yamblab.learners.learner import Learner
+from yamblab.learners.samples import SampleBatch
+from yamblab.learners.selfplay import SelfPlay
+from yamblab.model.config import ModelConfig
+from yamblab.model.tokenizer import Inputs
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+TINY = ModelConfig.preset("tiny")
+
+
+@pytest.fixture(scope="module")
+def samples():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    sp = SelfPlay(TINY, TrainConfig(), SearchConfig(), OFFICIAL)
+    s, stats = sp.play_games(12, seed=4, n_bot=3)
+    torch.set_num_threads(old)
+    return s, stats
+
+
+def test_self_play_samples(samples):
+    s, stats = samples
+    n = len(s)
+    assert s.columns.shape == (n, 8, 16, 2) and s.policy_target.shape == (n, 208)
+    assert s.legal.shape == (n, 208) and s.value_target.shape == (n,)
+    # 12 games x 13 boundary positions, no policy target there
+    assert int((~s.has_policy).sum()) == 12 * 13
+    assert np.all(s.policy_target[~s.has_policy] == 0)
+    pt = s.policy_target[s.has_policy]
+    np.testing.assert_allclose(pt.sum(axis=1), 1.0, rtol=1e-5)
+    assert np.all(pt[~s.legal[s.has_policy]] == 0)            # never a target on an illegal move
+    assert np.all(s.value_target >= 0) and s.value_target.max() > 100
+    # value targets at game start are the final scores
+    first = s.has_policy & (s.columns[:, 0, :13, 0].sum(axis=1) == 0) & (s.state[:, 2] == 1)
+    assert first.sum() == 12
+    assert stats["positions"] == n and stats["leaf_positions"] > 0
+    assert np.isfinite(stats["score_mean"]) and np.isfinite(stats["bot_score_mean"])
+
+
+def test_bot_games_get_one_hot_targets():
+    sp = SelfPlay(TINY, TrainConfig(), SearchConfig(), OFFICIAL)
+    s, _ = sp.play_games(2, seed=1, n_bot=2)
+    pt = s.policy_target[s.has_policy]
+    assert np.all(np.isin(pt, [0.0, 1.0])) and np.all(pt.sum(axis=1) == 1)
+
+
+def test_set_weights_only_on_new_version():
+    sp = SelfPlay(TINY, TrainConfig(), SearchConfig(), OFFICIAL)
+    learner = Learner(TINY, TrainConfig())
+    v, w = learner.get_weights()
+    assert sp.set_weights(w, v) is True
+    assert sp.set_weights(w, v) is False
+    bad = dict(w)
+    bad.pop(next(iter(bad)))
+    with pytest.raises(RuntimeError):
+        sp.set_weights(bad, v + 1)
+
+
+def test_ema_is_updated_after_every_optimiser_step(samples):
+    s, _ = samples
+    cfg = TrainConfig(batch_size=64, epochs=1, ema_decay=0.9)
+    learner = Learner(TINY, cfg)
+    p0 = {k: v.clone() for k, v in learner.ema.model.state_dict().items()}
+    m = learner.train_iteration(s, health=False)
+    steps = len(s) // 64
+    assert learner.steps == steps == learner.ema.updates == m["ema_updates"] == m["version"]
+    assert steps > 1
+    # the EMA formula after one more step
+    before = {k: v.clone() for k, v in learner.ema.model.named_parameters()}
+    x, t = s.take(slice(0, 64)).to_torch()
+    learner._step(x, t, "policy")
+    for k, p in learner.net.named_parameters():
+        np.testing.assert_allclose(dict(learner.ema.model.named_parameters())[k].detach().numpy(),
+                                   (0.9 * before[k] + 0.1 * p.detach()).numpy(), rtol=1e-5, atol=1e-6)
+    assert any(not torch.equal(p0[k], v) for k, v in learner.ema.model.state_dict().items())
+    version, weights = learner.get_weights()
+    assert version == steps + 1 and set(weights) == set(learner.net.state_dict())
+
+
+def test_training_lowers_the_loss_on_a_fixed_batch(samples):
+    s, _ = samples
+    learner = Learner(TINY, TrainConfig(batch_size=len(s), epochs=1, lr=3e-3, entropy_coef=0.0))
+    first = learner.train_iteration(s, health=False)
+    for _ in range(25):
+        last = learner.train_iteration(s, health=False)
+    assert last["policy"] < first["policy"] - 0.1
+    assert last["value"] < first["value"] - 0.1
+    assert all(np.isfinite(v) for v in last.values())
+
+
+def test_kl_and_plain_targets_differ(samples):
+    sp_kl = SelfPlay(TINY, TrainConfig(kl_targets=True), SearchConfig(), OFFICIAL)
+    sp_pl = SelfPlay(TINY, TrainConfig(kl_targets=False), SearchConfig(), OFFICIAL)
+    w = Learner(TINY, TrainConfig()).get_weights()[1]
+    sp_kl.set_weights(w, 0)
+    sp_pl.set_weights(w, 0)
+    a, _ = sp_kl.play_games(2, seed=9, noise=False)
+    b, _ = sp_pl.play_games(2, seed=9, noise=False)
+    # rows 0-1: the two boundary positions, rows 2-3: the first decisions (same positions)
+    assert np.array_equal(a.columns[:4], b.columns[:4]) and np.array_equal(a.dice[:4], b.dice[:4])
+    assert a.has_policy[2:4].all()
+    assert not np.allclose(a.policy_target[2:4], b.policy_target[2:4])
+
+
+def test_phasic_policy_gradient(samples):
+    s, _ = samples
+    learner = Learner(TINY, TrainConfig(phasic=True, phasic_every=1, batch_size=128, epochs=1))
+    m = learner.train_iteration(s, health=False)
+    assert "aux/value" in m and "aux/clone_kl" in m and m["aux/clone_kl"] >= -1e-6
+    # in the policy phase the value loss does not reach the shared trunk
+    x, t = s.take(slice(0, 64)).to_torch()
+    net = learner.net
+    net.zero_grad()
+    out = net(x, detach_value_trunk=True)
+    out.value_logits.sum().backward()
+    trunk_grads = [p.grad for p in net.trunk.parameters() if p.grad is not None]
+    assert all(float(g.abs().sum()) == 0 for g in trunk_grads)
+    assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in net.value_branch.parameters())
+
+
+def test_health_metrics(samples):
+    s, _ = samples
+    m = Learner(TINY, TrainConfig(batch_size=128, epochs=1)).train_iteration(s)
+    assert m["grad_norm"] > 0 and m["grad_norm/trunk"] > 0
+    assert 0.0 <= m["dead_units"] <= 1.0
+    ents = [v for k, v in m.items() if k.startswith("attention_entropy/")]
+    assert len(ents) == TINY.n_shared + TINY.n_policy + TINY.n_value + 2  # + policy cross, value pool
+    assert all(0.0 <= e <= 1.0 for e in ents)
+
+
+def test_distill_oracle_is_off_by_default_and_changes_targets(official_table):
+    assert TrainConfig().distill_oracle is False
+    w = Learner(TINY, TrainConfig()).get_weights()[1]
+    a = SelfPlay(TINY, TrainConfig(), SearchConfig(), OFFICIAL)
+    b = SelfPlay(TINY, TrainConfig(distill_oracle=True), SearchConfig(), OFFICIAL, oracle_table=official_table)
+    a.set_weights(w, 0)
+    b.set_weights(w, 0)
+    sa, _ = a.play_games(2, seed=3, noise=False)
+    sb, _ = b.play_games(2, seed=3, noise=False)
+    np.testing.assert_allclose(sb.value_target[0], official_table.new_game_value, rtol=1e-6)
+    assert not np.allclose(sa.value_target, sb.value_target)
+
+
+def test_train_config_validation():
+    with pytest.raises(ValidationError):
+        TrainConfig(temperature=0)
+    with pytest.raises(ValidationError):
+        TrainConfig(dirichlet_fraction=1.5)
+    with pytest.raises(ValidationError):
+        TrainConfig(nonsense=True)
+    with pytest.raises(ValidationError):
+        SearchConfig(depth="two_turns")
+    assert TrainConfig().dirichlet_fraction == 0.15
+    cfg = TrainConfig(bot_share=0.3, bot_taper_iterations=10)
+    assert cfg.bot_share_at(0) == 0.3 and cfg.bot_share_at(5) == pytest.approx(0.15) and cfg.bot_share_at(12) == 0
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def test_checkpoint_round_trip_and_refusals(tmp_path, samples):
+    s, _ = samples
+    learner = Learner(TINY, TrainConfig(batch_size=128, epochs=1))
+    learner.train_iteration(s, health=False)
+    path = save_checkpoint(tmp_path / "run" / "last.ckpt", learner.state_dict())
+    assert [p.name for p in path.parent.iterdir()] == ["last.ckpt"]     # no temporary left over
+    state = load_checkpoint(path)
+    assert state["steps"] == learner.steps
+    net = load_network(path)
+    x = Inputs.from_encoded(_enc(s))
+    with torch.no_grad():
+        a, b = net(x), learner.ema.model.eval()(x)
+    assert torch.allclose(a.logits, b.logits, atol=1e-6) and torch.allclose(a.value, b.value, atol=1e-4)
+    for k, v in learner.ema.model.state_dict().items():
+        assert torch.equal(net.state_dict()[k], v), k
+    other = Learner(TINY, TrainConfig(seed=5))
+    other.load_state_dict(state)
+    assert other.steps == learner.steps
+
+    raw = path.read_bytes()
+    trunc = tmp_path / "trunc.ckpt"
+    trunc.write_bytes(raw[: len(raw) - 1000])
+    with pytest.raises(DamagedFileError, match="truncated"):
+        load_checkpoint(trunc)
+    with pytest.raises(DamagedFileError):
+        load_network(trunc)
+    flipped = bytearray(raw)
+    flipped[-50] ^= 0xFF
+    bad = tmp_path / "flipped.ckpt"
+    bad.write_bytes(bytes(flipped))
+    with pytest.raises(DamagedFileError, match="checksum"):
+        load_checkpoint(bad)
+    junk = tmp_path / "junk.ckpt"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(DamagedFileError):
+        load_checkpoint(junk)
+    # a complete file whose weights are incomplete is refused, never filled at random
+    st = learner.state_dict()
+    st["ema"] = {k: v for i, (k, v) in enumerate(st["ema"].items()) if i != 3}
+    partial = save_checkpoint(tmp_path / "partial.ckpt", st)
+    with pytest.raises(DamagedFileError, match="complete network"):
+        load_network(partial)
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "missing.ckpt")
+    assert not any(n.endswith(".tmp") for n in os.listdir(tmp_path))
+
+
+def _enc(s: SampleBatch):
+    from yamblab.games.encoding import EncodedBatch
+
+    return EncodedBatch(columns=s.columns[:32], column_type=s.column_type[:32].astype(np.int64),
+                        column_features=s.column_features[:32], dice=s.dice[:32].astype(np.int64),
+                        state=s.state[:32], legal=s.legal[:32])
+
+
+# ----------------------------------------------------------------------------- probes
+def test_probes(official_table):
+    from yamblab.agents.base import make_agent
+    from yamblab.learners.probes import PROBES, correct_actions, run_probes
+
+    ok = correct_actions(OFFICIAL, official_table)
+    assert ok.shape == (len(PROBES), 45) and ok.any(axis=1).all()
+    assert run_probes(make_agent("oracle", OFFICIAL, table=official_table), OFFICIAL, official_table).pass_rate == 1.0
+    rnd = run_probes(make_agent("random", OFFICIAL, seed=3), OFFICIAL, official_table)
+    assert rnd.pass_rate < 1.0
+    assert set(rnd.passed) == {p.name for p in PROBES}

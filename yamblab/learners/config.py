@@ -1,0 +1,103 @@
+"""Search and training configuration (pydantic v2, unknown fields refused, ranges checked).
+
+Every training trick of seed 000 is a field here, so a sweep can switch it off: KL-regularised
+policy targets, the EMA player (updated after every optimiser step), Dirichlet exploration
+noise, the entropy bonus, auxiliary losses, phasic policy gradient, bot games tapering to
+zero, and (off by default, never on silently) distillation of oracle values.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class SearchConfig(BaseModel):
+    """How moves are valued during self-play and evaluation.
+
+    Attributes:
+        depth: ``"none"`` (policy alone), ``"one_step"`` (seed 000) or ``"full_turn"``.
+        leaf_chunk: positions per forward pass when valuing leaves.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    depth: Literal["none", "one_step", "full_turn"] = "full_turn"
+    leaf_chunk: int = Field(16384, ge=1, le=1 << 22)
+
+
+class TrainConfig(BaseModel):
+    """The AlphaZero-style training step and its self-play.
+
+    Attributes:
+        kl_targets: policy target ``softmax(log prior + Q/T)`` (Grill et al. 2020; seed 000's
+            fix) instead of ``softmax(Q/T)``.
+        temperature: ``T`` of the policy targets, points.
+        play_temperature: self-play samples moves from the (noisy) target; 0 plays its argmax.
+        entropy_coef: weight of the entropy bonus (subtracted from the loss).
+        value_coef, aux_coef: weights of the value and auxiliary losses.
+        dirichlet_fraction, dirichlet_alpha: exploration noise mixed into the prior during
+            self-play only (seed 000: 15 %); evaluation is always noise-free.
+        ema_decay: the playing network is ``ema ← decay · ema + (1 − decay) · net`` after
+            every optimiser step (seed 000 lost weeks to once per iteration).
+        lr, weight_decay, grad_clip: AdamW and gradient-norm clipping.
+        epochs: passes over the replay buffer per iteration (seed: 8).
+        games_per_iteration: self-play games per iteration (seed: 200).
+        batch_size: positions per optimiser step.
+        buffer_iterations: iterations of games kept in the replay buffer.
+        boundary_samples: also train the value head on boundary positions (start of each
+            turn, no dice), which full-turn search queries.
+        phasic: phasic policy gradient (Hilton et al. 2021): in the policy phase the value
+            loss does not reach the shared trunk; every ``phasic_every`` iterations an
+            auxiliary phase of ``phasic_aux_epochs`` epochs trains the trunk on the value
+            loss with a behavioural-cloning term (weight ``phasic_clone_coef``) that keeps
+            the policy where it was.
+        bot: the baseline bot (a registered agent name) whose games are mixed in;
+            ``bot_share`` of the games at iteration 0, tapering linearly to 0 at
+            ``bot_taper_iterations``. Bot positions get a one-hot target on the bot's move.
+        distill_oracle: value targets from the exact oracle instead of the game's outcome.
+            Off by default: the oracle grades, it does not teach.
+        device: torch device of the learner.
+        seed: random seed of the learner and self-play.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kl_targets: bool = True
+    temperature: float = Field(2.0, gt=0.0, le=1000.0)
+    play_temperature: float = Field(1.0, ge=0.0, le=100.0)
+    entropy_coef: float = Field(0.003, ge=0.0, le=10.0)
+    value_coef: float = Field(1.0, ge=0.0, le=100.0)
+    aux_coef: float = Field(0.1, ge=0.0, le=100.0)
+    dirichlet_fraction: float = Field(0.15, ge=0.0, le=1.0)
+    dirichlet_alpha: float = Field(0.3, gt=0.0, le=100.0)
+    ema_decay: float = Field(0.99, ge=0.0, lt=1.0)
+    lr: float = Field(1e-3, gt=0.0, le=1.0)
+    weight_decay: float = Field(0.01, ge=0.0, le=1.0)
+    grad_clip: float = Field(1.0, gt=0.0, le=1e6)
+    epochs: int = Field(2, ge=1, le=100)
+    games_per_iteration: int = Field(64, ge=1, le=1_000_000)
+    batch_size: int = Field(256, ge=1, le=1 << 20)
+    buffer_iterations: int = Field(4, ge=1, le=10_000)
+    boundary_samples: bool = True
+    phasic: bool = False
+    phasic_every: int = Field(4, ge=1, le=10_000)
+    phasic_aux_epochs: int = Field(2, ge=1, le=100)
+    phasic_clone_coef: float = Field(1.0, ge=0.0, le=100.0)
+    bot: str = "greedy"
+    bot_share: float = Field(0.0, ge=0.0, le=1.0)
+    bot_taper_iterations: int = Field(10, ge=1, le=1_000_000)
+    distill_oracle: bool = False
+    device: str = "cpu"
+    seed: int = Field(0, ge=0, lt=2**63)
+
+    @model_validator(mode="after")
+    def _check(self) -> "TrainConfig":
+        if self.device not in ("cpu", "cuda", "mps") and not self.device.startswith("cuda:"):
+            raise ValueError(f"device {self.device!r} must be cpu, cuda, cuda:N or mps")
+        return self
+
+    def bot_share_at(self, iteration: int) -> float:
+        """Share of bot games at ``iteration`` (0-based): linear taper to 0."""
+        return max(0.0, self.bot_share * (1.0 - iteration / self.bot_taper_iterations))

@@ -1,0 +1,166 @@
+"""The learner: the trained network, its EMA copy, the optimiser and the training step.
+
+The Ray runtime wraps this class: it calls :meth:`Learner.train_iteration` on samples from
+the replay buffer and ships :meth:`Learner.get_weights` (the EMA network's weights with a
+version number) to self-play workers, which load them with
+:meth:`yamblab.learners.selfplay.SelfPlay.set_weights` only when the version changed.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from yamblab.learners.config import TrainConfig
+from yamblab.learners.ema import EMA
+from yamblab.learners.health import activation_health, grad_norms
+from yamblab.learners.losses import compute_losses, masked_log_softmax
+from yamblab.learners.samples import SampleBatch
+from yamblab.model.config import ModelConfig
+from yamblab.model.network import YambNet
+
+
+class Learner:
+    """Trains a :class:`~yamblab.model.network.YambNet` on self-play samples.
+
+    Args:
+        model_cfg, train_cfg: configuration.
+        net: an existing network to train (default: a fresh one seeded by ``train_cfg.seed``).
+
+    Attributes:
+        net: the trained network; ema: its :class:`~yamblab.learners.ema.EMA` (the player);
+        optimizer: AdamW; steps: optimiser steps so far (also the weights' version);
+        iteration: calls of :meth:`train_iteration` so far.
+    """
+
+    def __init__(self, model_cfg: ModelConfig, train_cfg: TrainConfig, net: YambNet | None = None):
+        self.model_cfg = model_cfg
+        self.cfg = train_cfg
+        self.device = torch.device(train_cfg.device)
+        if net is None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(train_cfg.seed)
+                net = YambNet(model_cfg)
+        self.net = net.to(self.device).train()
+        self.ema = EMA(self.net, train_cfg.ema_decay)
+        self.optimizer = torch.optim.AdamW(self.net.parameters(), lr=train_cfg.lr,
+                                           weight_decay=train_cfg.weight_decay)
+        self.steps = 0
+        self.iteration = 0
+        self.rng = np.random.default_rng([train_cfg.seed, 0x1EA2])
+
+    # ------------------------------------------------------------------ weights
+    @property
+    def version(self) -> int:
+        """Version of the playing weights: the number of optimiser steps so far."""
+        return self.steps
+
+    def get_weights(self) -> tuple[int, dict[str, torch.Tensor]]:
+        """``(version, state_dict)`` of the EMA (playing) network, tensors on the CPU."""
+        return self.version, {k: v.detach().cpu().clone() for k, v in self.ema.model.state_dict().items()}
+
+    # ------------------------------------------------------------------ training
+    def _step(self, x, t, phase: str, old_logp=None) -> dict[str, float]:
+        cfg = self.cfg
+        out = self.net(x, detach_value_trunk=(cfg.phasic and phase == "policy"))
+        losses = compute_losses(out, x, t, cfg, self.net.bin_centers, self.model_cfg.value_max)
+        loss = losses["total"]
+        if phase == "aux":
+            # PPG auxiliary phase: value + aux losses through the trunk, policy held by cloning.
+            loss = cfg.value_coef * losses["value"] + cfg.aux_coef * (losses["aux_bonus"] + losses["aux_straight"])
+            has_p = t["has_policy"]
+            if has_p.any() and old_logp is not None:
+                logp = masked_log_softmax(out.logits[has_p], x.legal[has_p])
+                kl = (old_logp.exp() * (old_logp - logp) * x.legal[has_p]).sum(dim=-1).mean()
+                loss = loss + cfg.phasic_clone_coef * kl
+                losses["clone_kl"] = kl
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        gn = grad_norms(self.net)
+        torch.nn.utils.clip_grad_norm_(self.net.parameters(), cfg.grad_clip)
+        self.optimizer.step()
+        self.ema.update(self.net)          # after EVERY optimiser step (seed 000)
+        self.steps += 1
+        m = {k: float(v.detach()) for k, v in losses.items()}
+        m.update(gn)
+        return m
+
+    def train_iteration(self, samples: SampleBatch, health: bool = True) -> dict[str, float]:
+        """Train for ``cfg.epochs`` passes over ``samples`` (e.g. the replay buffer's contents).
+
+        Returns:
+            mean metrics over the optimiser steps (``total``, ``policy``, ``value``,
+            ``entropy``, ``aux_*``, ``grad_norm*``), plus ``steps``, ``version``,
+            ``ema_updates``, ``seconds`` and (with ``health``) the activation health metrics.
+
+        Raises:
+            ValueError: an empty sample batch.
+        """
+        if len(samples) == 0:
+            raise ValueError("cannot train on an empty sample batch")
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        self.net.train()
+        x_all, t_all = samples.to_torch(self.device)
+        n = len(samples)
+        bs = min(cfg.batch_size, n)
+        acc: dict[str, list[float]] = {}
+
+        def run_epochs(epochs: int, phase: str, old_logp_all=None):
+            for _ in range(epochs):
+                perm = torch.as_tensor(self.rng.permutation(n), device=self.device)
+                for s in range(0, n - bs + 1, bs):
+                    idx = perm[s:s + bs]
+                    t = {k: v[idx] for k, v in t_all.items()}
+                    old = None
+                    if old_logp_all is not None:
+                        old = old_logp_all[idx][t["has_policy"]]
+                    m = self._step(x_all[idx], t, phase, old)
+                    for k, v in m.items():
+                        acc.setdefault(f"{phase}/{k}" if phase == "aux" else k, []).append(v)
+
+        run_epochs(cfg.epochs, "policy")
+        self.iteration += 1
+        if cfg.phasic and self.iteration % cfg.phasic_every == 0:
+            with torch.no_grad():
+                self.net.eval()
+                old = torch.cat([masked_log_softmax(self.net(x_all[s:s + 4096]).logits, x_all.legal[s:s + 4096])
+                                 for s in range(0, n, 4096)])
+                self.net.train()
+            run_epochs(cfg.phasic_aux_epochs, "aux", old)
+        metrics = {k: float(np.mean(v)) for k, v in acc.items()}
+        metrics.update(steps=float(self.steps), version=float(self.version),
+                       ema_updates=float(self.ema.updates), seconds=time.perf_counter() - t0)
+        if health:
+            k = min(n, 512)
+            metrics.update(activation_health(self.net, x_all[torch.arange(k, device=self.device)]))
+        return metrics
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict:
+        """Everything a checkpoint needs (plain types and tensors)."""
+        return {
+            "model_config": self.model_cfg.model_dump(),
+            "train_config": self.cfg.model_dump(),
+            "model": self.net.state_dict(),
+            "ema": self.ema.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "steps": self.steps,
+            "iteration": self.iteration,
+            "ema_updates": self.ema.updates,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore from :meth:`state_dict` (strict: every weight must be present).
+
+        Raises:
+            RuntimeError: missing or unexpected weights.
+        """
+        self.net.load_state_dict(state["model"], strict=True)
+        self.ema.model.load_state_dict(state["ema"], strict=True)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.steps = int(state["steps"])
+        self.iteration = int(state["iteration"])
+        self.ema.updates = int(state.get("ema_updates", 0))

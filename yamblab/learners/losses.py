@@ -1,0 +1,68 @@
+"""Losses of the AlphaZero training step (seed 000, "The Approach").
+
+* policy: cross-entropy between the search's policy target and the policy head;
+* value: cross-entropy between the realised points to come, as a two-hot distribution over
+  the bins (:func:`~yamblab.search.targets.two_hot`), and the value head (or, for a scalar
+  head, the squared error in units of ``value_max``);
+* auxiliary: binary cross-entropy of bonus progress, cross-entropy of the longest straight;
+* entropy bonus: ``− entropy_coef · H(policy)`` (keeps the policy from getting overconfident
+  too early).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from yamblab.model.network import NetOutput
+from yamblab.model.tokenizer import Inputs, longest_straight
+from yamblab.search.targets import two_hot
+
+
+def masked_log_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """log-probabilities (B, A) with exact zeros (not −inf) on illegal actions."""
+    return torch.where(legal, logits.log_softmax(dim=-1), torch.zeros_like(logits))
+
+
+def policy_entropy(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """Entropy (nats) of the masked policy, float (B,)."""
+    logp = masked_log_softmax(logits, legal)
+    return -(logp.exp() * logp * legal).sum(dim=-1)
+
+
+def compute_losses(out: NetOutput, x: Inputs, t: dict, cfg, centers: torch.Tensor,
+                   value_max: float) -> dict[str, torch.Tensor]:
+    """All loss terms and their weighted total.
+
+    Args:
+        out: the network's output on ``x``; t: targets from
+            :meth:`~yamblab.learners.samples.SampleBatch.to_torch`; cfg: a
+            :class:`~yamblab.learners.config.TrainConfig`; centers: value-bin centres.
+
+    Returns:
+        dict of scalar tensors: ``total``, ``policy``, ``value``, ``entropy``, ``aux_bonus``,
+        ``aux_straight`` (the aux terms are zero without aux heads).
+    """
+    has_p = t["has_policy"]
+    zero = out.value.new_zeros(())
+    if has_p.any():
+        lg, lgl, tp = out.logits[has_p], x.legal[has_p], t["policy"][has_p]
+        logp = masked_log_softmax(lg, lgl)
+        policy = -(tp * logp).sum(dim=-1).mean()
+        entropy = policy_entropy(lg, lgl).mean()
+    else:
+        policy = entropy = zero
+    if out.value_logits.shape[1] > 1:
+        target = two_hot(t["value"].to(out.value_logits.dtype), centers.to(out.value_logits.dtype))
+        value = -(target * out.value_logits.log_softmax(dim=-1)).sum(dim=-1).mean()
+    else:
+        value = F.mse_loss(out.value_logits[:, 0], t["value"] / value_max)
+    aux_b = aux_s = zero
+    if out.bonus_logit is not None:
+        aux_b = F.binary_cross_entropy_with_logits(out.bonus_logit, t["bonus"])
+        has_dice = x.dice[:, 0] > 0
+        if has_dice.any():
+            aux_s = F.cross_entropy(out.straight_logits[has_dice], longest_straight(x.dice[has_dice]))
+    total = policy + cfg.value_coef * value + cfg.aux_coef * (aux_b + aux_s) - cfg.entropy_coef * entropy
+    return {"total": total, "policy": policy, "value": value, "entropy": entropy,
+            "aux_bonus": aux_b, "aux_straight": aux_s}

@@ -1,0 +1,194 @@
+"""Self-play for Yahtzee: many games at once, one batched forward pass per step.
+
+:class:`SelfPlay` holds a copy of the playing (EMA) network; :meth:`SelfPlay.set_weights`
+loads new weights only when their version changes; :meth:`SelfPlay.play_games` plays seeded
+games and returns a :class:`~yamblab.learners.samples.SampleBatch` of every decision (plus the
+boundary positions at the start of every turn), with search policy targets and the points each
+game actually scored from each position on.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import fields
+
+import numpy as np
+import torch
+
+from yamblab.games.encoding import N_ACTIONS, EncodedBatch, encode_yahtzee, shared_action_to_yahtzee, \
+    yahtzee_action_to_shared
+from yamblab.games.engine import new_batch
+from yamblab.games.yahtzee import UPPER_BONUS_THRESHOLD, YahtzeeRules
+from yamblab.learners.config import SearchConfig, TrainConfig
+from yamblab.learners.samples import SampleBatch
+from yamblab.model.config import ModelConfig
+from yamblab.model.network import YambNet
+from yamblab.search.expectimax import NetworkValuation, encode_boundary, make_search
+from yamblab.search.targets import add_dirichlet_noise, policy_targets
+
+
+def rows(enc: EncodedBatch, idx) -> EncodedBatch:
+    """The positions ``idx`` of an encoded batch."""
+    return EncodedBatch(**{f.name: getattr(enc, f.name)[idx] for f in fields(enc)})
+
+
+def sample_actions(dist: np.ndarray, temperature: float, rng: np.random.Generator) -> np.ndarray:
+    """One action per row of ``dist`` (n, A): argmax if ``temperature`` is 0, else a sample
+    from ``dist ** (1 / temperature)`` renormalised. Rows without mass give action 0."""
+    if temperature == 0:
+        return np.argmax(dist, axis=1)
+    p = np.power(np.maximum(dist.astype(np.float64), 0.0), 1.0 / temperature)
+    s = p.sum(axis=1, keepdims=True)
+    p = p / np.where(s > 0, s, 1.0)
+    c = np.cumsum(p, axis=1)
+    u = rng.random((dist.shape[0], 1)) * c[:, -1:]
+    return np.minimum((c <= u).sum(axis=1), dist.shape[1] - 1)
+
+
+class SelfPlay:
+    """A self-play worker for Yahtzee.
+
+    Args:
+        model_cfg, train_cfg, search_cfg: configuration.
+        rules: the Yahtzee variant.
+        device: torch device of the playing network.
+        oracle_table: needed only when ``train_cfg.distill_oracle`` is on.
+    """
+
+    def __init__(self, model_cfg: ModelConfig, train_cfg: TrainConfig, search_cfg: SearchConfig,
+                 rules: YahtzeeRules, device: str = "cpu", oracle_table=None):
+        self.cfg = train_cfg
+        self.search_cfg = search_cfg
+        self.rules = rules
+        self.device = torch.device(device)
+        self.net = YambNet(model_cfg).to(self.device).eval()
+        for p in self.net.parameters():
+            p.requires_grad_(False)
+        self.version = -1
+        self.oracle_table = oracle_table
+        if train_cfg.distill_oracle and oracle_table is None:
+            from yamblab.oracle.table import OracleTable
+
+            self.oracle_table = OracleTable.get(rules)
+        self._bot = None
+
+    def set_weights(self, state_dict: dict, version: int) -> bool:
+        """Load the playing network's weights if ``version`` is new; True if it loaded.
+
+        Raises:
+            RuntimeError: weights that do not fit the network (strict loading).
+        """
+        if version == self.version:
+            return False
+        self.net.load_state_dict(state_dict, strict=True)
+        self.version = int(version)
+        return True
+
+    def _bot_agent(self):
+        if self._bot is None:
+            from yamblab.agents.base import make_agent
+
+            self._bot = make_agent(self.cfg.bot, self.rules)
+        return self._bot
+
+    @torch.no_grad()
+    def play_games(self, n: int, seed: int, first_game: int = 0, n_bot: int = 0,
+                   noise: bool = True) -> tuple[SampleBatch, dict]:
+        """Play ``n`` games (dice seed ``seed``, game numbers ``first_game`` …).
+
+        Args:
+            n_bot: the first ``n_bot`` games are played by the baseline bot; their positions
+                get a one-hot policy target on the bot's move.
+            noise: Dirichlet noise in the prior (training); False for noise-free play.
+
+        Returns:
+            ``(samples, stats)``: stats has ``score_mean`` (network games), ``bot_score_mean``,
+            ``positions``, ``leaf_positions`` (network leaves valued) and ``seconds``.
+        """
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        rules = self.rules
+        rng = np.random.default_rng([int(seed) & (2**63 - 1), int(first_game), 0x5E1F])
+        batch = new_batch(n, rules, seed=seed, first_game=first_game)
+        valuation = NetworkValuation(self.net, rules, self.search_cfg.leaf_chunk)
+        search = make_search(self.search_cfg.depth, rules, valuation)
+        is_bot = np.arange(n) < n_bot
+        bot = self._bot_agent() if n_bot else None
+        if bot is not None:
+            bot.reset(batch)
+        parts, owners, totals_at, boundary = [], [], [], []
+        while not batch.done.all():
+            live = np.flatnonzero(~batch.done)
+            enc_all = encode_yahtzee(batch, rules)
+            enc = rows(enc_all, live)
+            if cfg.boundary_samples:
+                start = live[batch.rolls_left[live] == 2]
+                if start.size:
+                    b_enc = encode_boundary(batch.box_scores[start], batch.upper_raw[start], rules)
+                    parts.append((b_enc, np.zeros((start.size, N_ACTIONS), np.float32), False))
+                    owners.append(start)
+                    totals_at.append(batch.total[start].astype(np.float64))
+                    boundary.append(np.ones(start.size, bool))
+            prior, _ = self.net.predict(enc, self.search_cfg.leaf_chunk)
+            legal = enc.legal
+            if search is None:
+                target = prior * legal
+                play = target
+            else:
+                q = search.q(batch)[live]
+                target = policy_targets(q, prior, cfg.temperature, cfg.kl_targets)
+                play = target
+                if noise and cfg.dirichlet_fraction > 0:
+                    noisy = add_dirichlet_noise(prior, legal, cfg.dirichlet_fraction, cfg.dirichlet_alpha, rng)
+                    if cfg.kl_targets:
+                        play = policy_targets(q, noisy, cfg.temperature, True)
+                    else:
+                        play = add_dirichlet_noise(target, legal, cfg.dirichlet_fraction, cfg.dirichlet_alpha, rng)
+            temp = cfg.play_temperature if noise else 0.0
+            act_shared = sample_actions(play, temp, rng)
+            act = np.zeros(n, np.int64)
+            act[live] = shared_action_to_yahtzee(act_shared)
+            if bot is not None:
+                bot_act = np.asarray(bot.act(batch), np.int64)
+                bl = is_bot[live]
+                if bl.any():
+                    act[live[bl]] = bot_act[live[bl]]
+                    onehot = np.zeros((int(bl.sum()), N_ACTIONS), np.float32)
+                    onehot[np.arange(onehot.shape[0]), yahtzee_action_to_shared(bot_act[live[bl]])] = 1.0
+                    target = target.copy()
+                    target[bl] = onehot
+            parts.append((enc, target, True))
+            owners.append(live)
+            totals_at.append(batch.total[live].astype(np.float64))
+            boundary.append(np.zeros(live.size, bool))
+            batch.step(act)
+        final = batch.total.astype(np.float64)
+        bonus = (batch.upper_raw >= UPPER_BONUS_THRESHOLD).astype(np.float32)
+        owner = np.concatenate(owners)
+        value_target = final[owner] - np.concatenate(totals_at)
+        samples = SampleBatch.from_parts(
+            EncodedBatch(**{f.name: np.concatenate([getattr(p[0], f.name) for p in parts])
+                            for f in fields(EncodedBatch)}),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([np.full(len(p[0]), p[2]) for p in parts]),
+            value_target, bonus[owner])
+        if cfg.distill_oracle:
+            samples.value_target[:] = self._oracle_values(samples)
+        net_games = ~is_bot
+        stats = {
+            "score_mean": float(final[net_games].mean()) if net_games.any() else float("nan"),
+            "bot_score_mean": float(final[is_bot].mean()) if is_bot.any() else float("nan"),
+            "positions": len(samples),
+            "leaf_positions": valuation.positions_evaluated,
+            "seconds": time.perf_counter() - t0,
+        }
+        return samples, stats
+
+    def _oracle_values(self, samples: SampleBatch) -> np.ndarray:
+        """Oracle points still to come of each sample (the named, off-by-default distillation)."""
+        from yamblab.search.expectimax import oracle_position_values
+
+        enc = EncodedBatch(columns=samples.columns, column_type=samples.column_type,
+                           column_features=samples.column_features, dice=samples.dice,
+                           state=samples.state, legal=samples.legal)
+        return oracle_position_values(enc, self.rules, self.oracle_table)

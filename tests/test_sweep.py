@@ -1,0 +1,97 @@
+"""Sweeps through Ray, Optuna and MLflow."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from yamblab.errors import ConfigError
+from yamblab.platform.config import load_sweep
+from yamblab.platform.sweep import ArmResult, format_table, summarise
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.ray
+def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp_path, monkeypatch):
+    from yamblab.platform.sweep import Sweep
+
+    monkeypatch.chdir(tmp_path)
+    spec, base = load_sweep(ROOT / "experiments" / "test-sweep.yaml", storage=str(tmp_path / "study.journal"))
+    base = base.model_copy(update={"runtime": base.runtime.model_copy(update={"run_dir": str(tmp_path / "runs")})})
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    sw = Sweep(spec, base, tracking_uri=uri, progress=False)
+    rows = sw.run()
+    assert [r["arm"] for r in rows] == ["baseline", "no-kl"]
+    assert all(r["games"] == 10 and np.isfinite(r["regret"]) for r in rows)
+    assert "diff" in rows[1] and rows[1]["diff_low"] <= rows[1]["diff"] <= rows[1]["diff_high"]
+
+    client = sw.tracker.client
+    runs = client.search_runs([sw.tracker.experiment_id])
+    parents = [r for r in runs if r.data.tags.get("yamblab.kind") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert len(parents) == 1 and len(children) == 2
+    for child in children:
+        assert "eval.regret_mean" in child.data.metrics
+        assert child.data.params["train.kl_targets"] in ("True", "False")
+        assert child.data.tags["yamblab.rules_hash"] == base.rules_obj.digest
+        names = {a.path for a in client.list_artifacts(child.info.run_id)}
+        assert {"checkpoint.pt", "config.yaml", "learning_curve.png"} <= names
+    assert {"results.txt", "regret_by_arm.png"} <= {a.path for a in client.list_artifacts(parents[0].info.run_id)}
+
+    # resuming a finished sweep reruns nothing
+    import optuna
+
+    study_before = len(sw._study().trials)
+    sw2 = Sweep(spec, base, tracking_uri=uri, progress=False)
+    assert sw2._pending(sw2._study()) == []
+    rows2 = sw2.run()
+    assert len(sw2._study().trials) == study_before
+    assert [r["regret"] for r in rows2] == [r["regret"] for r in rows]
+    assert len(client.search_runs([sw.tracker.experiment_id],
+                                  "tags.`yamblab.kind` = 'trial'")) == 2
+    del optuna
+
+
+def test_bad_sweep_file_is_refused_with_the_key_named(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"name: x\nkind: grid\nbase: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}\n"
+                   "arms:\n  a: {{}}\n  b: {{train.learning_rate: 0.1}}\n".replace("{{}}", "{}").replace(
+                       "{{train.learning_rate: 0.1}}", "{train.learning_rate: 0.1}"))
+    with pytest.raises(ConfigError, match=r"arms\.b.*train\.learning_rate.*unknown key"):
+        load_sweep(bad)
+    bad.write_text("name: x\nkind: grid\nbase: nowhere.yaml\narms: {a: {}}\n")
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_sweep(bad)
+    bad.write_text(f"name: x\nkind: grid\nbase: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}\narms: {{a: {{}}}}\nparalel: 2\n")
+    with pytest.raises(ConfigError, match="paralel: unknown key"):
+        load_sweep(bad)
+    bad.write_text(f"name: x\nkind: grid\nbase: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}\n"
+                   "arms: {a: {train.lr: -1}}\n")
+    with pytest.raises(ConfigError, match=r"train\.lr.*greater than 0"):
+        load_sweep(bad)
+
+
+def test_bad_run_config_names_file_and_key(tmp_path):
+    from yamblab.platform.config import load_run_config
+
+    p = tmp_path / "run.yaml"
+    p.write_text("name: x\ntrain: {epochs: 0}\n")
+    with pytest.raises(ConfigError, match=r"run\.yaml: train\.epochs: Input should be greater than or equal to 1"):
+        load_run_config(p)
+    p.write_text("name: x\nrules: strict\n")
+    with pytest.raises(ConfigError, match="rules.*strict"):
+        load_run_config(p)
+    p.write_text("preset: huge\n")
+    with pytest.raises(ConfigError, match="preset"):
+        load_run_config(p)
+
+
+def test_summary_paired_difference():
+    base = ArmResult("base", np.array([10.0, 20.0, 30.0, 40.0]), [0])
+    better = ArmResult("better", np.array([8.0, 17.0, 29.0, 37.0]), [0])
+    rows = summarise({"base": base, "better": better}, "base")
+    assert rows[1]["diff"] == pytest.approx(-2.25)
+    assert rows[1]["matters"] is True and rows[1]["diff_high"] < 0
+    text = format_table(rows, "base")
+    assert "better" in text and "(baseline)" in text

@@ -1,0 +1,386 @@
+"""Ablation sweeps and tuning studies: Optuna decides, Ray runs, MLflow records.
+
+A sweep is an Optuna study whose trials are training runs:
+
+* an **ablation grid**: named arms (or a product of factors) × seeds, every arm evaluated on the
+  same evaluation dice, so arms compare on equal luck;
+* a **tuning study**: TPE over ranges (learning rate, temperature, noise fraction …) with median
+  pruning on the evaluator's regret.
+
+Trials run in parallel as Ray actors, each within its declared CPUs. The driver is the only
+writer: it reports to Optuna (a journal file locally, PostgreSQL on a cluster) and to MLflow (a
+parent run per sweep, a child run per trial). An interrupted sweep resumes without rerunning
+finished trials. The result is a table of each arm's mean regret per game with a 95% CI and its
+paired difference from the baseline arm on the same evaluation games.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from yamblab.platform.config import RunConfig, SweepConfig, apply_overrides
+from yamblab.platform.tracking import Tracker, code_version
+
+log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------- trial actor
+class TrialRunner:
+    """Runs one training run in-process, an iteration at a time (the body of a Ray trial actor).
+
+    Args:
+        config: the trial's run config (a dict, to cross process boundaries).
+        run_dir: the trial's folder for its checkpoint.
+    """
+
+    def __init__(self, config: dict, run_dir: str):
+        from yamblab.actors.runtime import TrainingRun
+
+        cfg = RunConfig.model_validate(config)
+        self.run = TrainingRun(cfg, run_dir, backend="local", progress=False)
+
+    def iteration(self) -> dict:
+        """One self-play + learning iteration (evaluating when the config says so).
+
+        Returns:
+            metrics (floats), with ``eval.regret_mean`` on evaluation iterations.
+        """
+        return self.run.step()
+
+    def finish(self) -> dict:
+        """Final evaluation if needed, plots and checkpoint.
+
+        Returns:
+            ``{"per_game_regret": list, "scores": list, "metrics": dict,
+            "files": {name: bytes}}`` (file contents travel to the driver, which logs them).
+        """
+        self.run.run()   # evaluates the last iteration if it was not an evaluation iteration
+        out = self.run.finish()
+        files = {}
+        for f in out["files"]:
+            p = Path(f)
+            files[p.name] = p.read_bytes()
+        out["files"] = files
+        return out
+
+
+@dataclass
+class ArmResult:
+    """Evaluation regrets of one arm (per evaluation game, averaged over the arm's seeds)."""
+
+    arm: str
+    per_game: np.ndarray
+    seeds: list[int] = field(default_factory=list)
+
+
+def summarise(arms: dict[str, ArmResult], baseline: str) -> list[dict]:
+    """Per arm: mean regret per game with 95% CI, and the paired difference from the baseline.
+
+    The difference of arm A from baseline B is the mean over evaluation games g of
+    ``regret_A(g) - regret_B(g)`` (same dice for both), with a Student-t 95% CI; the arm
+    "matters" when that interval excludes 0.
+    """
+    rows = []
+    base = arms.get(baseline)
+    for name, res in arms.items():
+        x = res.per_game
+        m = float(x.mean())
+        half = float(stats.t.ppf(0.975, x.size - 1) * stats.sem(x)) if x.size > 1 and x.std() > 0 else 0.0
+        row = {"arm": name, "seeds": len(res.seeds), "games": int(x.size), "regret": m,
+               "ci_low": m - half, "ci_high": m + half}
+        if base is not None and name != baseline and base.per_game.size == x.size:
+            d = x - base.per_game
+            dm = float(d.mean())
+            dh = float(stats.t.ppf(0.975, d.size - 1) * stats.sem(d)) if d.size > 1 and d.std() > 0 else 0.0
+            row.update(diff=dm, diff_low=dm - dh, diff_high=dm + dh,
+                       matters=bool(dm - dh > 0 or dm + dh < 0))
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: list[dict], baseline: str) -> str:
+    """The result table as text."""
+    head = f"{'arm':28s} {'seeds':>5s} {'regret/game':>12s} {'95% CI':>18s} {'vs ' + baseline:>14s} {'95% CI':>18s}  verdict"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        ci = f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+        if "diff" in r:
+            dci = f"[{r['diff_low']:+.2f}, {r['diff_high']:+.2f}]"
+            verdict = ("worse" if r["diff_low"] > 0 else "better") if r["matters"] else "no clear difference"
+            lines.append(f"{r['arm']:28s} {r['seeds']:5d} {r['regret']:12.2f} {ci:>18s} {r['diff']:+14.2f} {dci:>18s}  {verdict}")
+        else:
+            lines.append(f"{r['arm']:28s} {r['seeds']:5d} {r['regret']:12.2f} {ci:>18s} {'(baseline)' if r['arm'] == baseline else '':>14s}")
+    return "\n".join(lines)
+
+
+def plot_table(rows: list[dict], baseline: str):
+    """Bar chart of each arm's regret per game with 95% CIs (a matplotlib figure)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(rows) + 2), 4))
+    names = [r["arm"] for r in rows]
+    means = np.array([r["regret"] for r in rows])
+    err = np.array([[r["regret"] - r["ci_low"] for r in rows], [r["ci_high"] - r["regret"] for r in rows]])
+    colors = ["tab:gray" if r["arm"] == baseline else ("tab:red" if r.get("matters") and r["diff"] > 0
+              else "tab:green" if r.get("matters") else "tab:blue") for r in rows]
+    ax.bar(names, means, yerr=err, capsize=4, color=colors)
+    ax.set_ylabel("oracle regret per game (points, 95% CI)")
+    ax.set_title("Ablation arms (grey: baseline; green/red: clearly better/worse)")
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- the sweep
+class Sweep:
+    """Run (or resume) the sweep described by a validated :class:`SweepConfig`.
+
+    Args:
+        spec: the sweep.
+        base: the run config every trial starts from.
+        tracking_uri: MLflow store (default: the spec's, else SQLite in the working directory).
+        ray_address: an existing Ray cluster, else a local one is started.
+    """
+
+    def __init__(self, spec: SweepConfig, base: RunConfig, tracking_uri: str | None = None,
+                 ray_address: str | None = None, progress: bool = True):
+        self.spec = spec
+        self.base = base
+        self.tracker = Tracker(tracking_uri or spec.tracking_uri, spec.experiment)
+        self.ray_address = ray_address
+        self.progress = progress
+
+    # -- optuna
+    def _study(self):
+        import optuna
+
+        storage = self.spec.storage_url()
+        if isinstance(storage, str) and storage.startswith("journal:"):
+            from optuna.storages import JournalStorage
+            from optuna.storages.journal import JournalFileBackend
+
+            path = Path(storage[len("journal:"):])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            storage = JournalStorage(JournalFileBackend(str(path)))
+        if self.spec.kind == "tpe":
+            sampler = optuna.samplers.TPESampler(seed=self.spec.sampler_seed)
+            pruner = (optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1)
+                      if self.spec.pruning else optuna.pruners.NopPruner())
+        else:
+            sampler = optuna.samplers.RandomSampler(seed=0)  # every grid trial is enqueued
+            pruner = optuna.pruners.NopPruner()
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        return optuna.create_study(study_name=self.spec.name, storage=storage, sampler=sampler,
+                                   pruner=pruner, direction="minimize", load_if_exists=True)
+
+    def _parent_run(self, study) -> str:
+        rid = study.user_attrs.get("mlflow_parent_run_id")
+        if rid:
+            try:
+                self.tracker.client.get_run(rid)
+                return rid
+            except Exception:  # noqa: BLE001 - a store that lost the run gets a new parent
+                pass
+        rid = self.tracker.start_run(
+            f"sweep:{self.spec.name}", params={"sweep": self.spec.model_dump(mode="json")},
+            tags={"yamblab.kind": "sweep", "yamblab.code_version": code_version(),
+                  "yamblab.sweep": self.spec.name, "yamblab.rules_hash": self.base.rules_obj.digest})
+        study.set_user_attr("mlflow_parent_run_id", rid)
+        return rid
+
+    def _pending(self, study) -> list[dict]:
+        """Trial parameter sets still to run."""
+        import optuna
+
+        done = [t for t in study.trials if t.state in (optuna.trial.TrialState.COMPLETE,
+                                                          optuna.trial.TrialState.PRUNED)]
+        for t in study.trials:  # trials left running by an interrupted driver are failed, then redone
+            if t.state == optuna.trial.TrialState.RUNNING:
+                study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+        if self.spec.kind == "grid":
+            have = {(t.params.get("arm"), t.params.get("seed")) for t in done
+                    if t.state == optuna.trial.TrialState.COMPLETE}
+            return [{"arm": a, "seed": s} for a in self.spec.arm_overrides() for s in self.spec.seeds
+                    if (a, s) not in have]
+        return [{} for _ in range(max(0, self.spec.n_trials - len(done)))]
+
+    def _trial_config(self, trial, params: dict) -> tuple[RunConfig, str]:
+        if self.spec.kind == "grid":
+            import optuna
+
+            arms = self.spec.arm_overrides()
+            arm = trial.suggest_categorical("arm", list(arms))
+            seed = trial.suggest_categorical("seed", list(self.spec.seeds))
+            overrides = {**self.spec.overrides, **arms[arm], "train.seed": seed}
+            name = f"{arm}/seed{seed}"
+            del optuna
+        else:
+            overrides = dict(self.spec.overrides)
+            for key, rng in self.spec.params.items():
+                if rng.choices is not None:
+                    overrides[key] = trial.suggest_categorical(key, rng.choices)
+                elif rng.integer:
+                    overrides[key] = trial.suggest_int(key, int(rng.low), int(rng.high), log=rng.log)
+                else:
+                    overrides[key] = trial.suggest_float(key, rng.low, rng.high, log=rng.log)
+            name = f"trial{trial.number}"
+        cfg = apply_overrides(self.base, overrides, source=f"sweep {self.spec.name}")
+        return cfg, name
+
+    def run(self) -> list[dict]:
+        """Run every pending trial and return the result table rows."""
+        import optuna
+        import ray
+
+        study = self._study()
+        parent = self._parent_run(study)
+        pending = self._pending(study)
+        started_ray = False
+        if pending:
+            if not ray.is_initialized():
+                from yamblab.actors.cluster import init_ray
+
+                init_ray(self.ray_address)
+                started_ray = True
+        try:
+            self._run_trials(study, parent, pending)
+        finally:
+            if started_ray:
+                ray.shutdown()
+        rows = self._results(study, parent)
+        return rows
+
+    def _run_trials(self, study, parent: str, pending: list[dict]) -> None:
+        import optuna
+        import ray
+
+        Actor = ray.remote(num_cpus=self.spec.trial_cpus)(TrialRunner)
+        queue = list(pending)
+        active: dict[Any, dict] = {}
+        bar = None
+        if self.progress and queue:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(queue) * self.base.runtime.iterations, desc=f"sweep {self.spec.name}",
+                       unit="iterations")
+
+        def launch(params):
+            if params:
+                study.enqueue_trial(params)
+            trial = study.ask()
+            cfg, name = self._trial_config(trial, params)
+            run_id = self.tracker.start_run(
+                name, params=cfg.model_dump(mode="json"), parent_run_id=parent,
+                tags={"yamblab.kind": "trial", "yamblab.code_version": code_version(),
+                      "yamblab.rules_hash": cfg.rules_obj.digest, "yamblab.preset": cfg.model_preset,
+                      "yamblab.sweep": self.spec.name, "optuna.trial": trial.number})
+            trial.set_user_attr("mlflow_run_id", run_id)
+            self.tracker.log_text(run_id, cfg.to_yaml(), "config.yaml")
+            run_dir = Path(cfg.runtime.run_dir) / "sweeps" / self.spec.name / f"trial{trial.number}"
+            actor = Actor.remote(cfg.model_dump(mode="json"), str(run_dir))
+            fut = actor.iteration.remote()
+            active[fut] = {"trial": trial, "actor": actor, "it": 1, "run_id": run_id, "cfg": cfg,
+                           "t0": time.perf_counter()}
+
+        while queue and len(active) < self.spec.parallel:
+            launch(queue.pop(0))
+        while active:
+            ready, _ = ray.wait(list(active), num_returns=1)
+            fut = ready[0]
+            st = active.pop(fut)
+            trial, actor, run_id = st["trial"], st["actor"], st["run_id"]
+            try:
+                out = ray.get(fut)
+            except Exception as exc:  # noqa: BLE001 - one failed trial must not stop the sweep
+                log.error("trial %s failed: %s", trial.number, exc)
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                self.tracker.end_run(run_id, "FAILED")
+                ray.kill(actor)
+                if queue:
+                    launch(queue.pop(0))
+                continue
+            if isinstance(out, dict) and "per_game_regret" in out:       # finish() returned
+                regrets = np.asarray(out["per_game_regret"], dtype=np.float64)
+                self.tracker.log_metrics(run_id, out.get("metrics", {}), step=st["it"])
+                import tempfile
+
+                with tempfile.TemporaryDirectory(prefix="yamblab-trial-") as tmp:
+                    for name, data in out.get("files", {}).items():
+                        (Path(tmp) / name).write_bytes(data)
+                        self.tracker.log_artifact(run_id, Path(tmp) / name)
+                trial.set_user_attr("per_game_regret", [round(float(x), 6) for x in regrets])
+                study.tell(trial, float(regrets.mean()))
+                self.tracker.end_run(run_id)
+                ray.kill(actor)
+                if queue:
+                    launch(queue.pop(0))
+                continue
+            self.tracker.log_metrics(run_id, out, step=st["it"])
+            if bar is not None:
+                bar.update(1)
+            value = out.get("eval.regret_mean")
+            if value is not None and self.spec.kind == "tpe" and math.isfinite(value):
+                trial.report(float(value), st["it"])
+                if trial.should_prune():
+                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                    self.tracker.set_tags(run_id, {"yamblab.pruned": "true"})
+                    self.tracker.end_run(run_id, "KILLED")
+                    ray.kill(actor)
+                    if bar is not None:
+                        bar.update(self.base.runtime.iterations - st["it"])
+                    if queue:
+                        launch(queue.pop(0))
+                    continue
+            if st["it"] < st["cfg"].runtime.iterations:
+                st["it"] += 1
+                active[actor.iteration.remote()] = st
+            else:
+                active[actor.finish.remote()] = st
+        if bar is not None:
+            bar.close()
+
+    def _results(self, study, parent: str) -> list[dict]:
+        import optuna
+
+        complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE
+                    and "per_game_regret" in t.user_attrs]
+        groups: dict[str, list] = {}
+        for t in complete:
+            key = t.params.get("arm") if self.spec.kind == "grid" else f"trial{t.number}"
+            groups.setdefault(key, []).append(t)
+        arms = {}
+        for key, trials in groups.items():
+            per = np.mean([np.asarray(t.user_attrs["per_game_regret"]) for t in trials], axis=0)
+            arms[key] = ArmResult(key, per, [t.params.get("seed", t.number) for t in trials])
+        if self.spec.kind == "grid":
+            order = [a for a in self.spec.arm_overrides() if a in arms]
+            arms = {a: arms[a] for a in order}
+            baseline = self.spec.baseline_arm or (order[0] if order else "")
+        else:
+            best = min(complete, key=lambda t: t.value).number if complete else None
+            baseline = f"trial{best}" if best is not None else ""
+        rows = summarise(arms, baseline)
+        table = format_table(rows, baseline)
+        self.table_text = table
+        self.baseline = baseline
+        self.tracker.log_text(parent, table, "results.txt")
+        self.tracker.log_text(parent, json.dumps(rows, indent=2), "results.json")
+        if rows:
+            self.tracker.log_figure(parent, plot_table(rows, baseline), "regret_by_arm.png")
+            for i, r in enumerate(rows):
+                self.tracker.log_metrics(parent, {f"regret.{r['arm']}": r["regret"],
+                                                  **({f"diff.{r['arm']}": r["diff"]} if "diff" in r else {})}, step=0)
+        self.tracker.end_run(parent)
+        return rows

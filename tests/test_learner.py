@@ -245,3 +245,15 @@ def test_probes(official_table):
     rnd = run_probes(make_agent("random", OFFICIAL, seed=3), OFFICIAL, official_table)
     assert rnd.pass_rate < 1.0
     assert set(rnd.passed) == {p.name for p in PROBES}
+
+
+def test_one_step_and_policy_only_self_play():
+    """Seed 000's one-step search and the policy alone also drive self-play legally."""
+    for depth in ("one_step", "none"):
+        sp = SelfPlay(TINY, TrainConfig(), SearchConfig(depth=depth), OFFICIAL)
+        s, stats = sp.play_games(1, seed=2)
+        assert int((~s.has_policy).sum()) == 13
+        pt = s.policy_target[s.has_policy]
+        assert np.all(pt[~s.legal[s.has_policy]] == 0)
+        np.testing.assert_allclose(pt.sum(axis=1), 1.0, rtol=1e-5)
+        assert (stats["leaf_positions"] > 1000) == (depth == "one_step")

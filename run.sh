@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # yamblab set-up and entry points.
-#   ./run.sh main   set up from nothing, then run the main job
+#   ./run.sh main   set up from nothing, then run the main job (a small ablation sweep)
 #   ./run.sh test   set up from nothing, then run the test suite
 # Set-up: a virtual environment in .venv (override with YAMBLAB_VENV), PyTorch's CPU build
 # first when the machine has no NVIDIA GPU, then yamblab itself (Cython extensions built here).
@@ -40,6 +40,10 @@ shift || true
 case "$cmd" in
   main)
     setup
+    exec "$VENV/bin/yamblab" sweep experiments/ablation-small.yaml "$@"
+    ;;
+  baseline)
+    setup
     exec "$VENV/bin/yamblab" baseline "$@"
     ;;
   test)
@@ -50,7 +54,7 @@ case "$cmd" in
     setup
     ;;
   *)
-    echo "usage: ./run.sh main|test|setup [args...]" >&2
+    echo "usage: ./run.sh main|test|baseline|setup [args...]" >&2
     exit 2
     ;;
 esac

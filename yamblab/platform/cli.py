@@ -348,7 +348,22 @@ def _yamb_api():
 
 
 def _format_dict(d: dict) -> str:
-    return "\n".join(f"  {k}: {v}" for k, v in d.items())
+    """A Yamb grading report as text."""
+    lines = [f"agent {d.get('agent')} · yamb preset {d.get('preset')} · {d.get('games')} games · seed {d.get('seed')}"]
+    if "mean" in d:
+        lo, hi = d.get("ci95", (float("nan"), float("nan")))
+        lines.append(f"  score      mean {d['mean']:8.2f}  95% CI [{lo:.2f}, {hi:.2f}]")
+        lines.append(f"             SD {d.get('sd', float('nan')):.2f}  median {d.get('median', float('nan')):.1f}  "
+                     f"p90 {d.get('p90', float('nan')):.1f}")
+    cr = d.get("column_regret")
+    if isinstance(cr, dict):
+        lo, hi = cr.get("regret_ci95", (float("nan"), float("nan")))
+        lines.append(f"  single {cr.get('column')} column, graded by its exact oracle ({cr.get('games')} games): "
+                     f"regret {cr.get('mean_regret', float('nan')):.3f} points/game  95% CI [{lo:.3f}, {hi:.3f}]; "
+                     f"agent {cr.get('agent_mean', float('nan')):.2f} vs optimal {cr.get('oracle_value', float('nan')):.2f}")
+    shown = {"agent", "preset", "games", "seed", "mean", "ci95", "sd", "median", "p90", "column_regret"}
+    lines += [f"  {k}: {v}" for k, v in d.items() if k not in shown]
+    return "\n".join(lines)
 
 
 def _unknown_game(game: str) -> YamblabError:

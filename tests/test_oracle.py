@@ -97,7 +97,7 @@ def test_cache_detects_damage_and_foreign_files(tmp_path, caplog):
     with pytest.raises(DamagedFileError, match="unreadable"):
         OracleTable.load(path, rules)
     assert OracleTable.get(rules, directory=tmp_path).new_game_value == pytest.approx(237.8425, abs=5e-5)
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
 
 
 def test_exact_policy_evaluation(official_table):

@@ -13,12 +13,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 
+from yamblab.atomic import atomic_write
 from yamblab.errors import DamagedFileError
 
 MAGIC = b"YAMBLAB-CHECKPOINT\n"
@@ -33,33 +32,12 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
         payload: a dict of plain types and tensors (e.g. :meth:`Learner.state_dict`).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     torch.save(payload, buf)
     data = buf.getvalue()
     header = json.dumps({"format": FORMAT_VERSION, "size": len(data),
                          "sha256": hashlib.sha256(data).hexdigest()}).encode() + b"\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC)
-            f.write(header)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:  # pragma: no cover - folders cannot be fsynced on some systems
-        pass
+    atomic_write(path, [MAGIC, header, data])
     return path
 
 

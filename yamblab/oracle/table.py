@@ -17,13 +17,13 @@ import io
 import json
 import logging
 import os
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from yamblab.atomic import atomic_write
 from yamblab.errors import DamagedFileError
 from yamblab.games.yahtzee import OFFICIAL, BoundaryState, YahtzeeRules
 from yamblab.oracle import _kernels
@@ -95,21 +95,10 @@ class OracleTable:
     def save(self, path: str | Path) -> Path:
         """Write the table atomically (temporary file, fsync, rename) with its checksum."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         meta = {"format": FORMAT_VERSION, "rules": self.rules.key, "sha256": _digest(self.values)}
         buf = io.BytesIO()
         np.savez(buf, values=self.values, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
-        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(buf.getvalue())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        atomic_write(path, buf.getvalue())
         return path
 
     @classmethod

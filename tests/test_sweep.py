@@ -88,10 +88,26 @@ def test_bad_run_config_names_file_and_key(tmp_path):
 
 
 def test_summary_paired_difference():
-    base = ArmResult("base", np.array([10.0, 20.0, 30.0, 40.0]), [0])
-    better = ArmResult("better", np.array([8.0, 17.0, 29.0, 37.0]), [0])
+    base = ArmResult("base", np.array([[10.0, 20.0, 30.0, 40.0]]), [0])
+    better = ArmResult("better", np.array([[8.0, 17.0, 29.0, 37.0]]), [0])
     rows = summarise({"base": base, "better": better}, "base")
     assert rows[1]["diff"] == pytest.approx(-2.25)
-    assert rows[1]["matters"] is True and rows[1]["diff_high"] < 0
+    # one seed: Student t over the 4 paired games
+    from scipy import stats
+
+    d = np.array([-2.0, -3.0, -1.0, -3.0])
+    half = stats.t.ppf(0.975, 3) * stats.sem(d)
+    assert rows[1]["diff_high"] == pytest.approx(-2.25 + half) and rows[1]["matters"] is True
     text = format_table(rows, "base")
     assert "better" in text and "(baseline)" in text
+
+
+def test_seed_spread_widens_the_interval():
+    rng = np.random.default_rng(0)
+    games = rng.normal(40, 10, size=200)
+    base = ArmResult("base", np.stack([games, games]), [0, 1])
+    # the arm is 3 points better on one seed and 3 points worse on the other: no clear verdict
+    arm = ArmResult("arm", np.stack([games - 3, games + 3.2]), [0, 1])
+    rows = summarise({"base": base, "arm": arm}, "base")
+    assert rows[1]["diff_low"] < 0 < rows[1]["diff_high"] and rows[1]["matters"] is False
+    assert rows[1]["seed_means"][0] < rows[1]["seed_means"][1]

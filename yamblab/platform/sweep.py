@@ -75,41 +75,71 @@ class TrialRunner:
 
 @dataclass
 class ArmResult:
-    """Evaluation regrets of one arm (per evaluation game, averaged over the arm's seeds)."""
+    """Evaluation regrets of one arm: float64 (seeds, games) points per game, one row per
+    training seed (in seed order), one column per evaluation game (the same dice for every arm)."""
 
     arm: str
-    per_game: np.ndarray
+    per_seed_game: np.ndarray
     seeds: list[int] = field(default_factory=list)
+
+    def table(self) -> np.ndarray:
+        return np.atleast_2d(np.asarray(self.per_seed_game, dtype=np.float64))
+
+
+def _interval(samples: np.ndarray, n_boot: int = 4000, seed: int = 0) -> tuple[float, float]:
+    """95% interval of the mean of a (seeds, games) array.
+
+    One seed: Student t over the games. Several seeds: a two-level bootstrap that resamples
+    training seeds and evaluation games (the same games in every resample of every arm), so
+    the spread between seeds counts as well as the dice.
+    """
+    x = np.atleast_2d(np.asarray(samples, dtype=np.float64))
+    n_s, n_g = x.shape
+    m = float(x.mean())
+    if n_s == 1:
+        v = x[0]
+        if n_g < 2 or v.std() == 0:
+            return m, m
+        half = float(stats.t.ppf(0.975, n_g - 1) * stats.sem(v))
+        return m - half, m + half
+    rng = np.random.default_rng(seed)
+    si = rng.integers(0, n_s, size=(n_boot, n_s))
+    gi = rng.integers(0, n_g, size=(n_boot, n_g))
+    per_seed = np.stack([x[:, g].mean(axis=1) for g in gi])            # (n_boot, n_s)
+    means = np.take_along_axis(per_seed, si, axis=1).mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(lo), float(hi)
 
 
 def summarise(arms: dict[str, ArmResult], baseline: str) -> list[dict]:
     """Per arm: mean regret per game with 95% CI, and the paired difference from the baseline.
 
-    The difference of arm A from baseline B is the mean over evaluation games g of
-    ``regret_A(g) - regret_B(g)`` (same dice for both), with a Student-t 95% CI; the arm
-    "matters" when that interval excludes 0.
+    The difference of arm A from baseline B is paired by evaluation game (same dice) and by
+    training seed: ``regret_A(s, g) - regret_B(s, g)``. Its 95% interval is a Student t over the
+    games with one seed, and a two-level bootstrap over seeds and games with several
+    (:func:`_interval`); the arm "matters" when the interval excludes 0.
     """
     rows = []
     base = arms.get(baseline)
     for name, res in arms.items():
-        x = res.per_game
+        x = res.table()
         m = float(x.mean())
-        half = float(stats.t.ppf(0.975, x.size - 1) * stats.sem(x)) if x.size > 1 and x.std() > 0 else 0.0
-        row = {"arm": name, "seeds": len(res.seeds), "games": int(x.size), "regret": m,
-               "ci_low": m - half, "ci_high": m + half}
-        if base is not None and name != baseline and base.per_game.size == x.size:
-            d = x - base.per_game
+        lo, hi = _interval(x)
+        row = {"arm": name, "seeds": len(res.seeds), "games": int(x.shape[1]), "regret": m,
+               "ci_low": lo, "ci_high": hi, "seed_means": [float(v) for v in x.mean(axis=1)]}
+        if base is not None and name != baseline and base.table().shape == x.shape:
+            d = x - base.table()
             dm = float(d.mean())
-            dh = float(stats.t.ppf(0.975, d.size - 1) * stats.sem(d)) if d.size > 1 and d.std() > 0 else 0.0
-            row.update(diff=dm, diff_low=dm - dh, diff_high=dm + dh,
-                       matters=bool(dm - dh > 0 or dm + dh < 0))
+            dlo, dhi = _interval(d)
+            row.update(diff=dm, diff_low=dlo, diff_high=dhi, matters=bool(dlo > 0 or dhi < 0))
         rows.append(row)
     return rows
 
 
 def format_table(rows: list[dict], baseline: str) -> str:
     """The result table as text."""
-    head = f"{'arm':28s} {'seeds':>5s} {'regret/game':>12s} {'95% CI':>18s} {'vs ' + baseline:>14s} {'95% CI':>18s}  verdict"
+    head = (f"{'arm':28s} {'seeds':>5s} {'regret/game':>12s} {'95% CI':>18s} {'vs ' + baseline:>14s} "
+            f"{'95% CI':>18s}  verdict")
     lines = [head, "-" * len(head)]
     for r in rows:
         ci = f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
@@ -119,6 +149,15 @@ def format_table(rows: list[dict], baseline: str) -> str:
             lines.append(f"{r['arm']:28s} {r['seeds']:5d} {r['regret']:12.2f} {ci:>18s} {r['diff']:+14.2f} {dci:>18s}  {verdict}")
         else:
             lines.append(f"{r['arm']:28s} {r['seeds']:5d} {r['regret']:12.2f} {ci:>18s} {'(baseline)' if r['arm'] == baseline else '':>14s}")
+    spread = [f"{r['arm']}: " + ", ".join(f"{v:.1f}" for v in r["seed_means"]) for r in rows
+              if len(r.get("seed_means", [])) > 1]
+    lines.append("")
+    if spread:
+        lines.append("95% intervals: bootstrap over training seeds and evaluation games (paired by seed and game).")
+        lines += [f"  per-seed regret  {t}" for t in spread]
+    else:
+        lines.append("95% intervals over the evaluation games (one training seed per arm: seed-to-seed "
+                     "spread is not included).")
     return "\n".join(lines)
 
 
@@ -362,8 +401,9 @@ class Sweep:
             groups.setdefault(key, []).append(t)
         arms = {}
         for key, trials in groups.items():
-            per = np.mean([np.asarray(t.user_attrs["per_game_regret"]) for t in trials], axis=0)
-            arms[key] = ArmResult(key, per, [t.params.get("seed", t.number) for t in trials])
+            trials = sorted(trials, key=lambda t: (t.params.get("seed", 0), t.number))
+            per_seed = np.stack([np.asarray(t.user_attrs["per_game_regret"]) for t in trials])
+            arms[key] = ArmResult(key, per_seed, [t.params.get("seed", t.number) for t in trials])
         if self.spec.kind == "grid":
             order = [a for a in self.spec.arm_overrides() if a in arms]
             arms = {a: arms[a] for a in order}

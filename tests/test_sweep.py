@@ -111,3 +111,31 @@ def test_seed_spread_widens_the_interval():
     rows = summarise({"base": base, "arm": arm}, "base")
     assert rows[1]["diff_low"] < 0 < rows[1]["diff_high"] and rows[1]["matters"] is False
     assert rows[1]["seed_means"][0] < rows[1]["seed_means"][1]
+
+
+@pytest.mark.ray
+def test_tpe_study_reports_and_resumes(ray_cluster, tmp_path, monkeypatch):
+    import optuna
+
+    from yamblab.platform.sweep import Sweep
+
+    monkeypatch.chdir(tmp_path)
+    spec_path = tmp_path / "tpe.yaml"
+    spec_path.write_text(
+        f"name: tpe-test\nkind: tpe\nbase: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}\n"
+        "overrides: {runtime.iterations: 2, runtime.eval_every: 1, runtime.eval_games: 6, "
+        "train.games_per_iteration: 4}\n"
+        "params:\n  train.lr: {low: 0.0001, high: 0.01, log: true}\n"
+        "  train.kl_targets: {choices: [true, false]}\n"
+        "n_trials: 2\nparallel: 2\n")
+    spec, base = load_sweep(spec_path, storage=str(tmp_path / "tpe.journal"))
+    base = base.model_copy(update={"runtime": base.runtime.model_copy(update={"run_dir": str(tmp_path / "runs")})})
+    sw = Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", progress=False)
+    rows = sw.run()
+    study = sw._study()
+    done = [t for t in study.trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)]
+    assert len(done) == 2
+    for t in done:
+        assert 1e-4 <= t.params["train.lr"] <= 1e-2 and t.intermediate_values  # regret reported per evaluation
+    assert len(rows) == sum(t.state == optuna.trial.TrialState.COMPLETE for t in done) >= 1
+    assert sw._pending(study) == []                   # resuming reruns nothing

@@ -170,3 +170,41 @@ def test_summary_lists_layers_and_parameter_count():
     assert "trunk" in res.output and "value_head" in res.output
     bad = CliRunner().invoke(app, ["summary", "--preset", "nope"])
     assert bad.exit_code != 0
+
+
+def test_boundary_head_values_boundary_positions():
+    """With ``boundary_head`` the value of a position without dice is the boundary head's,
+    ``predict_value`` on boundary-only batches runs only that head, and the boundary loss
+    trains it on boundary rows."""
+    import numpy as np
+    import torch
+
+    from yamblab.games.engine import new_batch
+    from yamblab.games.yahtzee import OFFICIAL
+    from yamblab.learners.config import TrainConfig
+    from yamblab.learners.losses import compute_losses
+    from yamblab.model.config import ModelConfig
+    from yamblab.model.network import YambNet
+    from yamblab.model.tokenizer import Inputs
+    from yamblab.games.encoding import encode_yahtzee
+    from yamblab.search.expectimax import encode_boundary
+
+    torch.manual_seed(0)
+    net = YambNet(ModelConfig.preset("tiny", boundary_head=True)).eval()
+    b = new_batch(4, OFFICIAL, seed=3)
+    bnd = encode_boundary(b.box_scores, b.upper_raw, OFFICIAL)
+    x = Inputs.from_encoded(bnd)
+    with torch.no_grad():
+        out = net(x)
+    assert torch.allclose(out.value, out.boundary_value)
+    np.testing.assert_allclose(net.predict_value(bnd), net.predict(bnd)[1], rtol=1e-5, atol=1e-4)
+    dice = Inputs.from_encoded(encode_yahtzee(b, OFFICIAL))
+    with torch.no_grad():
+        assert not torch.allclose(net(dice).value, net(dice).boundary_value)
+    net.train()
+    t = {"policy": torch.zeros(4, 208), "has_policy": torch.zeros(4, dtype=torch.bool),
+         "value": torch.full((4,), 200.0), "bonus": torch.zeros(4)}
+    losses = compute_losses(net(x), x, t, TrainConfig(), net.bin_centers, net.cfg.value_max)
+    assert losses["boundary"] > 0
+    losses["total"].backward()
+    assert net.boundary_head.mlp[-1].weight.grad.abs().sum() > 0   # a new card: all-zero features

@@ -177,3 +177,19 @@ def test_two_hot_and_dirichlet_noise():
     np.testing.assert_allclose(noisy.sum(axis=1), 1.0)
     assert not np.allclose(noisy, prior)
     assert np.all(noisy >= 0.85 * prior - 1e-12)
+
+
+def test_turn_start_values_of_the_oracle_are_the_table():
+    """The turn value behind ``value_target_mix`` reproduces the oracle at its own states."""
+    import numpy as np
+
+    from yamblab.games.engine import new_batch
+    from yamblab.games.yahtzee import OFFICIAL
+    from yamblab.oracle import _kernels
+    from yamblab.oracle.table import OracleTable
+    from yamblab.search.expectimax import turn_start_values
+
+    V = np.ascontiguousarray(OracleTable.get(OFFICIAL).values)
+    st = np.ascontiguousarray(new_batch(2, OFFICIAL, seed=1).boundary_states())
+    e1, _ = _kernels.turn_solutions(V, OFFICIAL.joker_code, OFFICIAL.upper_bonus, OFFICIAL.yahtzee_bonus, st)
+    np.testing.assert_allclose(turn_start_values(e1), V[st[:, 0], st[:, 1], st[:, 2]], atol=1e-9)

@@ -56,6 +56,18 @@ class TrainConfig(BaseModel):
         bot: the baseline bot (a registered agent name) whose games are mixed in;
             ``bot_share`` of the games at iteration 0, tapering linearly to 0 at
             ``bot_taper_iterations``. Bot positions get a one-hot target on the bot's move.
+        value_target_mix: λ of the value target ``(1 − λ) · outcome + λ · search value``.
+            0 (default) trains on the points the game actually scored; above 0 mixes in the
+            network's own search value (at a turn's start: the exact expectation over the
+            turn's dice of its points plus the network's value of where it ends; with dice:
+            the best Q), a bootstrapped target with far less dice noise. Self-play only: the
+            oracle is not involved.
+        successor_samples: per turn start, this many of the turn's other possible successor
+            boundary states (chosen at random) are also trained on, with the bootstrapped
+            target of :attr:`value_target_mix` (their full-turn search value with the playing
+            network's values one turn further). Full-turn search asks the value of every
+            successor, most of which self-play never visits; without these samples their
+            values are extrapolations. 0 (default): off. Needs full-turn search.
         distill_oracle: value targets from the exact oracle instead of the game's outcome.
             Off by default: the oracle grades, it does not teach.
         device: torch device of the learner.
@@ -88,6 +100,8 @@ class TrainConfig(BaseModel):
     bot: str = "greedy"
     bot_share: float = Field(0.0, ge=0.0, le=1.0)
     bot_taper_iterations: int = Field(10, ge=1, le=1_000_000)
+    value_target_mix: float = Field(0.0, ge=0.0, le=1.0)
+    successor_samples: int = Field(0, ge=0, le=44)
     distill_oracle: bool = False
     device: str = "cpu"
     seed: int = Field(0, ge=0, lt=2**63)

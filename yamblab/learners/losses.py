@@ -18,6 +18,9 @@ from yamblab.model.network import NetOutput
 from yamblab.model.tokenizer import Inputs, longest_straight
 from yamblab.search.targets import two_hot
 
+#: Points per unit of the boundary head's squared-error loss.
+BOUNDARY_LOSS_SCALE = 10.0
+
 
 def masked_log_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     """log-probabilities (B, A) with exact zeros (not −inf) on illegal actions."""
@@ -40,8 +43,10 @@ def compute_losses(out: NetOutput, x: Inputs, t: dict, cfg, centers: torch.Tenso
             :class:`~yamblab.learners.config.TrainConfig`; centers: value-bin centres.
 
     Returns:
-        dict of scalar tensors: ``total``, ``policy``, ``value``, ``entropy``, ``aux_bonus``,
-        ``aux_straight`` (the aux terms are zero without aux heads).
+        dict of scalar tensors: ``total``, ``policy``, ``value`` (with a boundary head: its
+        squared error on the positions without dice plus the main head's loss on the others),
+        ``boundary``, ``entropy``, ``aux_bonus``, ``aux_straight`` (the aux terms are zero
+        without aux heads).
     """
     has_p = t["has_policy"]
     zero = out.value.new_zeros(())
@@ -52,11 +57,23 @@ def compute_losses(out: NetOutput, x: Inputs, t: dict, cfg, centers: torch.Tenso
         entropy = policy_entropy(lg, lgl).mean()
     else:
         policy = entropy = zero
-    if out.value_logits.shape[1] > 1:
-        target = two_hot(t["value"].to(out.value_logits.dtype), centers.to(out.value_logits.dtype))
-        value = -(target * out.value_logits.log_softmax(dim=-1)).sum(dim=-1).mean()
+    vl, vt = out.value_logits, t["value"]
+    boundary = zero
+    if out.boundary_value is not None:
+        # Boundary positions train the boundary head (squared error in units of
+        # BOUNDARY_LOSS_SCALE points); the main value head learns the positions with dice.
+        nod = x.dice[:, 0] == 0
+        if nod.any():
+            boundary = (((out.boundary_value[nod] - vt[nod]) / BOUNDARY_LOSS_SCALE) ** 2).mean()
+        vl, vt = vl[~nod], vt[~nod]
+    if vl.shape[0] == 0:
+        value = zero
+    elif vl.shape[1] > 1:
+        target = two_hot(vt.to(vl.dtype), centers.to(vl.dtype))
+        value = -(target * vl.log_softmax(dim=-1)).sum(dim=-1).mean()
     else:
-        value = F.mse_loss(out.value_logits[:, 0], t["value"] / value_max)
+        value = F.mse_loss(vl[:, 0], vt / value_max)
+    value = value + boundary
     aux_b = aux_s = zero
     if out.bonus_logit is not None:
         aux_b = F.binary_cross_entropy_with_logits(out.bonus_logit, t["bonus"])
@@ -64,5 +81,5 @@ def compute_losses(out: NetOutput, x: Inputs, t: dict, cfg, centers: torch.Tenso
         if has_dice.any():
             aux_s = F.cross_entropy(out.straight_logits[has_dice], longest_straight(x.dice[has_dice]))
     total = policy + cfg.value_coef * value + cfg.aux_coef * (aux_b + aux_s) - cfg.entropy_coef * entropy
-    return {"total": total, "policy": policy, "value": value, "entropy": entropy,
+    return {"total": total, "policy": policy, "value": value, "boundary": boundary, "entropy": entropy,
             "aux_bonus": aux_b, "aux_straight": aux_s}

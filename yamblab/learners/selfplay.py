@@ -27,6 +27,50 @@ from yamblab.search.expectimax import NetworkValuation, encode_boundary, make_se
 from yamblab.search.targets import add_dirichlet_noise, policy_targets
 
 
+def _turn_values(search):
+    """Values of the current turns' starts computed by a full-turn search (None if none)."""
+    full = getattr(search, "turn", search)
+    return getattr(full, "turn_value", None)
+
+
+class _Cards:
+    """Duck-typed boundary positions (cards between turns) for :class:`FullTurnSearch`."""
+
+    def __init__(self, box_scores: np.ndarray, upper_raw: np.ndarray, states: np.ndarray):
+        self.box_scores = np.asarray(box_scores, np.int16)
+        self.upper_raw = np.asarray(upper_raw, np.int64)
+        self._states = np.asarray(states, np.int64)
+        self.n = self.box_scores.shape[0]
+        self.turn = (self.box_scores >= 0).sum(axis=1).astype(np.int64)
+
+    def boundary_states(self) -> np.ndarray:
+        return self._states
+
+
+def successor_samples(batch, games: np.ndarray, k: int, rules, valuation, rng) -> tuple:
+    """Up to ``k`` random non-terminal successor boundary states of each game's current turn,
+    with their full-turn search values against ``valuation`` (bootstrapped value targets).
+
+    Returns:
+        ``(encoded boundary positions, value targets float64 (m,), owner games int64 (m,))``.
+    """
+    from yamblab.search.expectimax import FullTurnSearch, successors
+
+    owner, states, scores, raw, terminal = successors(batch, games, rules)
+    live = np.flatnonzero(~terminal)
+    if live.size == 0 or k <= 0:
+        return None
+    pick = live[np.lexsort((rng.random(live.size), owner[live]))]       # shuffled within game
+    o = owner[pick]
+    first = np.searchsorted(o, o, side="left")
+    pick = pick[np.arange(pick.size) - first < k]
+    cards = _Cards(scores[pick], raw[pick], states[pick])
+    fs = FullTurnSearch(rules, valuation)
+    fs._update(cards)
+    enc = encode_boundary(cards.box_scores, cards.upper_raw, rules)
+    return enc, fs.turn_value.copy(), np.asarray(games)[owner[pick]]
+
+
 def rows(enc: EncodedBatch, idx) -> EncodedBatch:
     """The positions ``idx`` of an encoded batch."""
     return EncodedBatch(**{f.name: getattr(enc, f.name)[idx] for f in fields(enc)})
@@ -116,11 +160,13 @@ class SelfPlay:
         bot = self._bot_agent() if n_bot else None
         if bot is not None:
             bot.reset(batch)
-        parts, owners, totals_at, boundary = [], [], [], []
+        parts, owners, totals_at, boundary, backups = [], [], [], [], []
+        extra = []
         while not batch.done.all():
             live = np.flatnonzero(~batch.done)
             enc_all = encode_yahtzee(batch, rules)
             enc = rows(enc_all, live)
+            turn_entry = None
             if cfg.boundary_samples:
                 start = live[batch.rolls_left[live] == 2]
                 if start.size:
@@ -129,6 +175,8 @@ class SelfPlay:
                     owners.append(start)
                     totals_at.append(batch.total[start].astype(np.float64))
                     boundary.append(np.ones(start.size, bool))
+                    backups.append(("turn", start))
+                    turn_entry = len(backups) - 1
             prior, _ = self.net.predict(enc, self.search_cfg.leaf_chunk)
             legal = enc.legal
             if search is None:
@@ -136,6 +184,15 @@ class SelfPlay:
                 play = target
             else:
                 q = search.q(batch)[live]
+                tv = _turn_values(search)
+                if cfg.boundary_samples and turn_entry is not None and tv is not None:
+                    backups[turn_entry] = ("q", tv[backups[turn_entry][1]].copy())
+                if cfg.successor_samples and self.search_cfg.depth == "full_turn":
+                    start = live[batch.rolls_left[live] == 2]
+                    if start.size:
+                        got = successor_samples(batch, start, cfg.successor_samples, rules, valuation, rng)
+                        if got is not None:
+                            extra.append(got)
                 target = policy_targets(q, prior, cfg.temperature, cfg.kl_targets)
                 play = target
                 if noise and cfg.dirichlet_fraction > 0:
@@ -161,17 +218,31 @@ class SelfPlay:
             owners.append(live)
             totals_at.append(batch.total[live].astype(np.float64))
             boundary.append(np.zeros(live.size, bool))
+            if search is None:
+                backups.append(("none", None))
+            else:
+                qmax = np.where(np.isfinite(q), q, -np.inf).max(axis=1)
+                backups.append(("q", qmax))
             batch.step(act)
         final = batch.total.astype(np.float64)
         bonus = (batch.upper_raw >= UPPER_BONUS_THRESHOLD).astype(np.float32)
         owner = np.concatenate(owners)
         value_target = final[owner] - np.concatenate(totals_at)
+        if cfg.value_target_mix > 0 and search is not None:
+            value_target = self._mix_search_values(value_target, backups, search, parts, owners)
         samples = SampleBatch.from_parts(
             EncodedBatch(**{f.name: np.concatenate([getattr(p[0], f.name) for p in parts])
                             for f in fields(EncodedBatch)}),
             np.concatenate([p[1] for p in parts]),
             np.concatenate([np.full(len(p[0]), p[2]) for p in parts]),
             value_target, bonus[owner])
+        if extra:
+            e_enc = EncodedBatch(**{f.name: np.concatenate([getattr(e[0], f.name) for e in extra])
+                                    for f in fields(EncodedBatch)})
+            e_own = np.concatenate([e[2] for e in extra])
+            samples = SampleBatch.concat([samples, SampleBatch.from_parts(
+                e_enc, np.zeros((len(e_own), N_ACTIONS), np.float32), np.zeros(len(e_own), bool),
+                np.concatenate([e[1] for e in extra]), bonus[e_own])])
         if cfg.distill_oracle:
             samples.value_target[:] = self._oracle_values(samples)
         net_games = ~is_bot
@@ -183,6 +254,27 @@ class SelfPlay:
             "seconds": time.perf_counter() - t0,
         }
         return samples, stats
+
+    def _mix_search_values(self, outcome, backups, search, parts, owners) -> np.ndarray:
+        """``(1 - λ) · outcome + λ · search value`` with λ = ``value_target_mix``.
+
+        The search value of a turn's start is the exact expectation over the turn's dice of its
+        points plus the network's own value of where the turn ends (a one-turn bootstrapped,
+        TD-style target from the network's own search: no oracle); of a position with dice, the
+        best action's Q. Positions whose search value is unknown keep the outcome.
+        """
+        lam = float(self.cfg.value_target_mix)
+        vals = []
+        for (kind, data), owner in zip(backups, owners):
+            if kind == "q":
+                vals.append(np.asarray(data, np.float64))
+            else:
+                vals.append(np.full(len(owner), np.nan))
+        v = np.concatenate(vals) if vals else np.zeros(0)
+        ok = np.isfinite(v)
+        out = outcome.copy()
+        out[ok] = (1.0 - lam) * outcome[ok] + lam * v[ok]
+        return out
 
     def _oracle_values(self, samples: SampleBatch) -> np.ndarray:
         """Oracle points still to come of each sample (the named, off-by-default distillation)."""

@@ -118,3 +118,41 @@ class AuxHeads(nn.Module):
         bonus = self.bonus(tok.mean(dim=1)).squeeze(-1)
         straight = self.straight(tok[:, DICE_TOKEN0:STATE_TOKEN].mean(dim=1))
         return bonus, straight
+
+
+BOUNDARY_FEATURES = 13 + 63 + 2
+
+
+def boundary_features(columns: torch.Tensor, column_features: torch.Tensor) -> torch.Tensor:
+    """Features of Yahtzee cards for :class:`BoundaryValueHead`, float32 (B, 78).
+
+    Args:
+        columns: float (B, 8, 16, 2) and column_features: float (B, 8, 4) of the shared
+            encoding (:mod:`yamblab.games.encoding`; column 0 is the Yahtzee card).
+
+    Returns:
+        the 13 filled flags, the upper subtotal capped at 63 as a thermometer (63 flags
+        ``subtotal > i``) and divided by 63, and 1 if the Yahtzee box holds a 50.
+    """
+    filled = columns[:, 0, :13, 0]
+    up = (column_features[:, 0, 0] * 60.0).round().clamp(0.0, 63.0)
+    thermo = (up[:, None] > torch.arange(63, device=up.device, dtype=up.dtype)[None]).to(filled.dtype)
+    y50 = (columns[:, 0, 11, 1] * 80.0 > 25.0).to(filled.dtype)
+    return torch.cat([filled, thermo, (up / 63.0)[:, None], y50[:, None]], dim=1)
+
+
+class BoundaryValueHead(nn.Module):
+    """Scalar points still to come of a boundary Yahtzee position, float (B,), from its card.
+
+    A two-layer SiLU MLP on :func:`boundary_features`; the output is scaled by ``scale``
+    points so that the last layer works in units of order one.
+    """
+
+    def __init__(self, hidden: int, scale: float = 100.0):
+        super().__init__()
+        self.scale = scale
+        self.mlp = nn.Sequential(nn.Linear(BOUNDARY_FEATURES, hidden), nn.SiLU(),
+                                 nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, 1))
+
+    def forward(self, columns: torch.Tensor, column_features: torch.Tensor) -> torch.Tensor:
+        return self.mlp(boundary_features(columns, column_features))[:, 0] * self.scale

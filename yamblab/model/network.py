@@ -16,7 +16,7 @@ from torch import nn
 from yamblab.games.encoding import EncodedBatch
 from yamblab.model.blocks import Attention, Stack, SwiGLU
 from yamblab.model.config import ModelConfig
-from yamblab.model.heads import AuxHeads, PolicyHead, ValueHead
+from yamblab.model.heads import AuxHeads, BoundaryValueHead, PolicyHead, ValueHead
 from yamblab.model.tokenizer import Inputs, Tokenizer
 
 
@@ -30,6 +30,8 @@ class NetOutput:
         value_logits: float (B, bins) for a bins head, (B, 1) scaled value / ``value_max``
             for a scalar head.
         bonus_logit, straight_logits: aux outputs (B,), (B, 7); ``None`` without aux heads.
+        boundary_value: float (B,) the boundary head's points (``None`` without it); ``value``
+            takes it on the positions without dice.
     """
 
     logits: torch.Tensor
@@ -37,6 +39,7 @@ class NetOutput:
     value_logits: torch.Tensor
     bonus_logit: torch.Tensor | None = None
     straight_logits: torch.Tensor | None = None
+    boundary_value: torch.Tensor | None = None
 
 
 class YambNet(nn.Module):
@@ -58,6 +61,7 @@ class YambNet(nn.Module):
         n_out = cfg.value_bins if cfg.value_head == "bins" else 1
         self.value_head = ValueHead(d, h, qk, cfg.value_pool, n_out)
         self.aux = AuxHeads(d) if cfg.aux_heads else None
+        self.boundary_head = BoundaryValueHead(cfg.boundary_hidden) if cfg.boundary_head else None
         self.register_buffer("bin_centers", torch.linspace(0.0, cfg.value_max, cfg.value_bins), persistent=False)
 
     # ------------------------------------------------------------------ forward
@@ -82,7 +86,11 @@ class YambNet(nn.Module):
         bonus = straight = None
         if self.aux is not None:
             bonus, straight = self.aux(tok)
-        return NetOutput(logits, value, vl, bonus, straight)
+        bv = None
+        if self.boundary_head is not None:
+            bv = self.boundary_head(x.columns, x.column_features)
+            value = torch.where(x.dice[:, 0] == 0, bv.to(value.dtype), value)
+        return NetOutput(logits, value, vl, bonus, straight, bv)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -116,7 +124,19 @@ class YambNet(nn.Module):
 
     @torch.no_grad()
     def predict_value(self, enc: EncodedBatch | Inputs, chunk: int = 8192) -> np.ndarray:
-        """Value only (the policy head still runs), float64 (B,) points still to come."""
+        """Value only, float64 (B,) points still to come.
+
+        The policy head still runs, except with a boundary head on positions that all have no
+        dice (full-turn search's leaves): then only the boundary head runs.
+        """
+        if self.boundary_head is not None:
+            dice = enc.dice
+            if (np.asarray(dice.cpu() if torch.is_tensor(dice) else dice)[:, 0] == 0).all():
+                x = enc if isinstance(enc, Inputs) else Inputs.from_encoded(enc, self.device)
+                x = x.to(self.device)
+                out = [self.boundary_head(x.columns[s:s + chunk], x.column_features[s:s + chunk])
+                       for s in range(0, len(x), chunk)]
+                return torch.cat(out).double().cpu().numpy() if out else np.zeros(0)
         return self.predict(enc, chunk)[1]
 
     def n_parameters(self) -> int:

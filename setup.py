@@ -42,6 +42,7 @@ extensions = [
     Extension("yamblab.games._engine", ["yamblab/games/_engine.pyx"], **common),
     Extension("yamblab.oracle._kernels", ["yamblab/oracle/_kernels.pyx"], **common),
     Extension("yamblab.games._yamb_engine", ["yamblab/games/_yamb_engine.pyx"], **common),
+    Extension("yamblab.oracle._yamb_free", ["yamblab/oracle/_yamb_free.pyx"], **common),
 ]
 
 setup(ext_modules=cythonize(extensions, include_path=["yamblab/games"],

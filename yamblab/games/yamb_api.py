@@ -1,7 +1,8 @@
 """Entry points for the command line: grade a Yamb agent, build a column oracle.
 
 ``yamblab grade --game yamb --preset P --agent A`` calls :func:`grade_yamb`;
-``yamblab oracle build --game yamb --preset P --column down`` calls :func:`build_column_oracle`.
+``yamblab oracle build --game yamb --preset P --column down|up|free`` calls
+:func:`build_column_oracle`.
 """
 
 from __future__ import annotations
@@ -108,11 +109,20 @@ def grade_yamb(agent: str, preset: str, games: int = 2000, seed: int = 0,
 
 
 def build_column_oracle(preset: str, column: str = "down") -> float:
-    """Solve the single-column game of a fixed-order column exactly; its value in points.
+    """Solve the single-column game of one column exactly; its value in points.
+
+    ``down`` and ``up`` use :class:`~yamblab.oracle.yamb_column.ColumnOracle` (seconds);
+    ``free`` uses :class:`~yamblab.oracle.yamb_free.FreeColumnOracle` on every core (about a
+    minute of one core for croatian, ~150 MB; see that module for each preset's size).
 
     Raises:
-        UnknownVariantError: an unknown preset, or a column other than ``down``/``up``.
+        UnknownVariantError: an unknown preset, or a column other than ``down``/``up``/``free``.
     """
     from yamblab.oracle.yamb_column import ColumnOracle
 
-    return ColumnOracle(get_preset(preset), column).value
+    rules = get_preset(preset)
+    if str(column).strip().lower() == "free":
+        from yamblab.oracle.yamb_free import FreeColumnOracle
+
+        return FreeColumnOracle(rules).value
+    return ColumnOracle(rules, column).value

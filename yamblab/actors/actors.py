@@ -235,7 +235,7 @@ class Evaluator:
             return regret, decision_kinds(actions, batch.rolls_left, live)
 
         t0 = time.perf_counter()
-        agent = network_agent(self._net, rules, self.cfg.search.depth)
+        agent = network_agent(self._net, rules, self.cfg.eval_depth)
         report = grade(agent, rules, games=self.cfg.runtime.eval_games, seed=self.cfg.runtime.eval_seed,
                        regret_fn=regret_fn if service is not None else None)
         return eval_payload(report, version, time.perf_counter() - t0)

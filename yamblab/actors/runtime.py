@@ -111,7 +111,7 @@ class LocalBackend:
         t0 = time.perf_counter()
         net = YambNet(self.cfg.model).eval()
         net.load_state_dict(weights, strict=True)
-        agent = network_agent(net, self.cfg.rules_obj, self.cfg.search.depth)
+        agent = network_agent(net, self.cfg.rules_obj, self.cfg.eval_depth)
         report = grade(agent, self.cfg.rules_obj, games=self.cfg.runtime.eval_games,
                        seed=self.cfg.runtime.eval_seed, table=self.table)
         return eval_payload(report, version, time.perf_counter() - t0)

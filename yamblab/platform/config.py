@@ -51,6 +51,9 @@ class RuntimeConfig(BaseModel):
         eval_every: evaluate every N iterations (and after the last).
         eval_games: noise-free evaluation games per evaluation, on dice seed ``eval_seed``.
         eval_seed: dice seed of the evaluation games (the same for every run and arm).
+        eval_depth: how the evaluated agent plays: ``"search"`` (the run's search depth), or
+            ``"none"`` (the policy head alone: what the policy-side ablations change),
+            ``"one_step"``, ``"full_turn"``.
         time_budget_minutes: stop after the iteration that crosses this wall time.
         run_dir: folder for checkpoints and run state.
     """
@@ -68,6 +71,7 @@ class RuntimeConfig(BaseModel):
     eval_every: int = Field(1, ge=1, le=1_000_000)
     eval_games: int = Field(200, ge=1, le=10_000_000)
     eval_seed: int = Field(EVAL_SEED, ge=0, lt=2**63)
+    eval_depth: Literal["search", "none", "one_step", "full_turn"] = "search"
     time_budget_minutes: float | None = Field(None, gt=0.0)
     run_dir: str = "runs"
 
@@ -128,6 +132,12 @@ class RunConfig(BaseModel):
     @property
     def model_preset(self) -> str:
         return self.preset
+
+    @property
+    def eval_depth(self) -> str:
+        """The search depth the evaluator plays with."""
+        d = self.runtime.eval_depth
+        return self.search.depth if d == "search" else d
 
     def to_yaml(self) -> str:
         """The whole config as YAML (what is logged with the run)."""

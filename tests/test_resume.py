@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+
 
 from yamblab.errors import DamagedFileError
 

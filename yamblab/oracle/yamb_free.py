@@ -194,7 +194,6 @@ class FreeColumnOracle:
                 self._check_score(c, start_scores[c])
 
         # Masks to solve: supersets of base, most rows filled first.
-        full = (1 << R) - 1
         free_bits = [c for c in range(R) if not (base >> c) & 1]
         sup = np.full(1, base, dtype=np.int64)
         for c in free_bits:

@@ -257,14 +257,11 @@ class Sweep:
 
     def _trial_config(self, trial, params: dict) -> tuple[RunConfig, str]:
         if self.spec.kind == "grid":
-            import optuna
-
             arms = self.spec.arm_overrides()
             arm = trial.suggest_categorical("arm", list(arms))
             seed = trial.suggest_categorical("seed", list(self.spec.seeds))
             overrides = {**self.spec.overrides, **arms[arm], "train.seed": seed}
             name = f"{arm}/seed{seed}"
-            del optuna
         else:
             overrides = dict(self.spec.overrides)
             for key, rng in self.spec.params.items():
@@ -280,7 +277,6 @@ class Sweep:
 
     def run(self) -> list[dict]:
         """Run every pending trial and return the result table rows."""
-        import optuna
         import ray
 
         study = self._study()

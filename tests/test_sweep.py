@@ -36,7 +36,11 @@ def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp
         assert child.data.params["train.kl_targets"] in ("True", "False")
         assert child.data.tags["yamblab.rules_hash"] == base.rules_obj.digest
         names = {a.path for a in client.list_artifacts(child.info.run_id)}
-        assert {"checkpoint.pt", "config.yaml", "learning_curve.png"} <= names
+        assert {"checkpoint.pt", "config.yaml", "learning_curve.png", "score_histogram.png",
+                "regret_breakdown.png"} <= names
+        logged_models = client.search_logged_models([sw.tracker.experiment_id]) if hasattr(
+            client, "search_logged_models") else None
+        assert logged_models is None or any(m.source_run_id == child.info.run_id for m in logged_models)
     assert {"results.txt", "regret_by_arm.png"} <= {a.path for a in client.list_artifacts(parents[0].info.run_id)}
 
     # resuming a finished sweep reruns nothing

@@ -355,6 +355,11 @@ class Sweep:
                     for name, data in out.get("files", {}).items():
                         (Path(tmp) / name).write_bytes(data)
                         self.tracker.log_artifact(run_id, Path(tmp) / name)
+                    ckpt = Path(tmp) / "checkpoint.pt"
+                    if ckpt.exists():
+                        from yamblab.learners.checkpoint import load_network
+
+                        self.tracker.log_torch_model(run_id, load_network(ckpt))
                 trial.set_user_attr("per_game_regret", [round(float(x), 6) for x in regrets])
                 study.tell(trial, float(regrets.mean()))
                 self.tracker.end_run(run_id)

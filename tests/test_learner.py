@@ -257,3 +257,27 @@ def test_one_step_and_policy_only_self_play():
         assert np.all(pt[~s.legal[s.has_policy]] == 0)
         np.testing.assert_allclose(pt.sum(axis=1), 1.0, rtol=1e-5)
         assert (stats["leaf_positions"] > 1000) == (depth == "one_step")
+
+
+def test_successor_samples_bootstrap_to_the_oracle_with_a_perfect_valuation():
+    """Extra successor samples get their full-turn search value: with the oracle as the
+    valuation of the next turn's boundary states, exactly the oracle's value of each."""
+    import numpy as np
+
+    from yamblab.games.engine import new_batch
+    from yamblab.games.yahtzee import OFFICIAL
+    from yamblab.learners.selfplay import successor_samples
+    from yamblab.oracle.table import OracleTable
+    from yamblab.search.expectimax import decode_yahtzee, oracle_position_values
+
+    table = OracleTable.get(OFFICIAL)
+
+    class Perfect:
+        def values(self, enc):
+            return oracle_position_values(enc, OFFICIAL, table)
+
+    b = new_batch(3, OFFICIAL, seed=5)
+    enc, target, owner = successor_samples(b, np.arange(3), 4, OFFICIAL, Perfect(), np.random.default_rng(0))
+    assert len(target) == 12 and sorted(owner.tolist()) == [0] * 4 + [1] * 4 + [2] * 4
+    _, _, states = decode_yahtzee(enc)
+    np.testing.assert_allclose(target, table.values[states[:, 0], states[:, 1], states[:, 2]], atol=1e-9)

@@ -1,0 +1,28 @@
+"""Every shipped run config and sweep spec validates (so a typo can't reach a user)."""
+
+from pathlib import Path
+
+import pytest
+
+from yamblab.platform.config import load_run_config, load_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
+def test_run_configs_validate(path):
+    cfg = load_run_config(path)
+    assert cfg.runtime.iterations >= 1 and cfg.rules_obj is not None
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.yaml")), ids=lambda p: p.name)
+def test_sweep_specs_validate(path):
+    spec, base = load_sweep(path)
+    assert spec.name and (spec.arm_overrides() if spec.kind == "grid" else spec.params)
+
+
+def test_cpu_config_learns_from_self_play_alone():
+    """The 30-minute CPU config must not use the oracle or bot games as teachers."""
+    cfg = load_run_config(ROOT / "configs" / "yahtzee-cpu.yaml")
+    assert cfg.train.distill_oracle is False and cfg.train.bot_share == 0.0
+    assert cfg.runtime.time_budget_minutes is not None and cfg.runtime.time_budget_minutes <= 30

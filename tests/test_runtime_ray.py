@@ -41,25 +41,40 @@ def test_weights_reach_workers_only_on_version_change(ray_cluster, tiny_config):
 
 
 def test_killed_worker_is_replaced_and_its_games_replayed(ray_cluster, tiny_config, tmp_path):
-    import threading
-    import time
+    """A worker whose process dies mid-game is restarted by Ray and its games are played again."""
+    import sys
 
+    import ray.cloudpickle
+
+    from yamblab.actors.actors import SelfPlayWorker
     from yamblab.actors.runtime import RayBackend
 
-    cfg = tiny_config.model_copy(deep=True)
-    backend = RayBackend(cfg)
+    class DiesOnce(SelfPlayWorker):
+        """Kills its own process during its first game (a marker file makes it die only once)."""
+
+        def __init__(self, config, worker_id, marker):
+            super().__init__(config, worker_id)
+            self.marker = marker
+
+        def play(self, *args, **kwargs):
+            import os
+
+            if not os.path.exists(self.marker):
+                open(self.marker, "w").close()
+                os._exit(1)
+            return super().play(*args, **kwargs)
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    backend = RayBackend(tiny_config)
     try:
+        ray_cluster.kill(backend.workers[0])
+        backend.workers[0] = ray_cluster.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)(DiesOnce).remote(
+            tiny_config.model_dump(mode="json"), 0, str(tmp_path / "died"))
         version, weights = backend.weights()
-        pid_before = ray_cluster.get(backend.workers[0].pid.remote())
-        jobs = [{"n": 8, "seed": 0, "first_game": 8 * i, "n_bot": 0} for i in range(4)]
-        killer = threading.Timer(1.0, lambda: ray_cluster.kill(backend.workers[0], no_restart=False))
-        killer.start()
-        t0 = time.time()
+        jobs = [{"n": 4, "seed": 0, "first_game": 4 * i, "n_bot": 0} for i in range(3)]
         stats = backend.play(version, weights, jobs)
-        killer.join()
-        assert len(stats) == 4                        # every job done, none twice
-        assert backend.restarts >= 1
-        assert ray_cluster.get(backend.workers[0].pid.remote()) != pid_before
-        assert time.time() - t0 < 300
+        assert (tmp_path / "died").exists() and backend.restarts >= 1
+        assert len(stats) == 3                          # every job done once
+        assert sorted(s["positions"] > 0 for s in stats) == [True, True, True]
     finally:
         backend.shutdown()

@@ -88,7 +88,29 @@ class _Layer:
     value: np.ndarray = field(default=None)  # (S,) value at the start of the turn
 
 
-class ColumnOracle:
+class ActionAdvice:
+    """Advice and regret from ``action_values(column_scores, dice, roll) -> {action: value}``
+    (shared by the fixed-order and free column oracles)."""
+
+    def advice(self, column_scores, dice, roll: int) -> tuple[str, float]:
+        """The best action (``"score"``/``"score:<row>"`` or ``"hold:<h>"``) and its value in points."""
+        q = self.action_values(column_scores, dice, roll)
+        best = max(q, key=q.get)
+        return best, q[best]
+
+    def regret(self, column_scores, dice, roll: int, action: str) -> float:
+        """Expected points lost by ``action`` against the best action (≥ 0).
+
+        Raises:
+            IllegalActionError: an action that is not available here.
+        """
+        q = self.action_values(column_scores, dice, roll)
+        if action not in q:
+            raise IllegalActionError(f"action {action!r} is not available; choose from {', '.join(q)}")
+        return max(q.values()) - q[action]
+
+
+class ColumnOracle(ActionAdvice):
     """Exact values and advice for the single-column game of a fixed-order column.
 
     Args:
@@ -255,23 +277,6 @@ class ColumnOracle:
                 kidx = t.keep_index(held)
                 out[f"hold:{h}"] = float(layer.keep_values[i, int(roll) - 1, kidx])
         return out
-
-    def advice(self, column_scores, dice, roll: int) -> tuple[str, float]:
-        """The best action (``"score"`` or ``"hold:<h>"``) and its value; see :meth:`action_values`."""
-        q = self.action_values(column_scores, dice, roll)
-        best = max(q, key=q.get)
-        return best, q[best]
-
-    def regret(self, column_scores, dice, roll: int, action: str) -> float:
-        """Expected points lost by ``action`` against the best action (≥ 0).
-
-        Raises:
-            IllegalActionError: an action that is not available here.
-        """
-        q = self.action_values(column_scores, dice, roll)
-        if action not in q:
-            raise IllegalActionError(f"action {action!r} is not available; choose from score, hold:<h>")
-        return max(q.values()) - q[action]
 
     @property
     def n_states(self) -> int:

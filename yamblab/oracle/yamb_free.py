@@ -39,9 +39,10 @@ import time
 
 import numpy as np
 
-from yamblab.errors import ConfigError, IllegalActionError, UnreachablePositionError
+from yamblab.errors import ConfigError, UnreachablePositionError
 from yamblab.games.dice6 import DiceTables, dice_tables
 from yamblab.games.yamb import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, get_preset, score_table
+from yamblab.oracle.yamb_column import ActionAdvice
 
 __all__ = ["FreeColumnOracle", "free_column_layout"]
 
@@ -142,7 +143,7 @@ def free_column_layout(rules: YambRules | str) -> dict:
             "bytes_float64": 8 * n}
 
 
-class FreeColumnOracle:
+class FreeColumnOracle(ActionAdvice):
     """Exact values and advice for the single-column game of a free column.
 
     Args:
@@ -327,23 +328,6 @@ class FreeColumnOracle:
                         held[int(dice[d]) - 1] += 1
                 out[f"hold:{h}"] = float(K[int(roll) - 1, t.keep_index(held)])
         return out
-
-    def advice(self, column_scores, dice, roll: int) -> tuple[str, float]:
-        """The best action and its value; see :meth:`action_values`."""
-        q = self.action_values(column_scores, dice, roll)
-        best = max(q, key=q.get)
-        return best, q[best]
-
-    def regret(self, column_scores, dice, roll: int, action: str) -> float:
-        """Expected points lost by ``action`` against the best action (≥ 0).
-
-        Raises:
-            IllegalActionError: an action that is not available here.
-        """
-        q = self.action_values(column_scores, dice, roll)
-        if action not in q:
-            raise IllegalActionError(f"action {action!r} is not available; choose from {', '.join(q)}")
-        return max(q.values()) - q[action]
 
 
 class FreeColumnOracleAgent:

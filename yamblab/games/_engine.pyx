@@ -42,11 +42,7 @@ N_ACTIONS = 45
 HOLD_OFFSET = 13
 
 
-cdef inline uint64_t splitmix(uint64_t x) noexcept nogil:
-    x += 0x9E3779B97F4A7C15ULL
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL
-    return x ^ (x >> 31)
+include "_splitmix.pxi"
 
 
 cdef inline int8_t die_face(uint64_t seed, uint64_t game, int turn, int roll, int slot) noexcept nogil:

@@ -28,11 +28,7 @@ DEF MAXC = 8
 DEF MAXR = 16
 
 
-cdef inline uint64_t splitmix(uint64_t x) noexcept nogil:
-    x += 0x9E3779B97F4A7C15ULL
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL
-    return x ^ (x >> 31)
+include "_splitmix.pxi"
 
 
 cdef inline int8_t die_face(uint64_t seed, uint64_t game, int turn, int roll, int slot) noexcept nogil:
@@ -327,11 +323,9 @@ cdef class YambCore:
         else:
             self._ann[i] = a - self.P - self.H
 
-    cdef inline void _place(self, Py_ssize_t i, int c, int r) noexcept nogil:
-        cdef int ri = self._roll_index(i)
-        cdef int pts = self._score[ri, r, self._ru[i] - 1]
-        cdef int up = 0, low = 0, mid = 0, t, old
-        self._card[i, c, r] = pts
+    cdef inline int _column_total(self, Py_ssize_t i, int c) noexcept nogil:
+        """Column c's points: upper sum + bonus, the middle term Ones x (Max - Min), lower rows."""
+        cdef int up = 0, low = 0, mid = 0, t
         for t in range(6):
             if self._card[i, c, t] > 0:
                 up += self._card[i, c, t]
@@ -342,8 +336,15 @@ cdef class YambCore:
             mid = self._card[i, c, 0] * (self._card[i, c, 6] - self._card[i, c, 7])
             if self.clamp and mid < 0:
                 mid = 0
+        return up + (self.bonus if up >= self.threshold else 0) + mid + low
+
+    cdef inline void _place(self, Py_ssize_t i, int c, int r) noexcept nogil:
+        cdef int ri = self._roll_index(i)
+        cdef int pts = self._score[ri, r, self._ru[i] - 1]
+        cdef int old
+        self._card[i, c, r] = pts
         old = self._ct[i, c]
-        self._ct[i, c] = up + (self.bonus if up >= self.threshold else 0) + mid + low
+        self._ct[i, c] = self._column_total(i, c)
         self._total[i] += self._ct[i, c] - old
         self._turn[i] += 1
         if self._turn[i] < self.n_turns:
@@ -394,20 +395,6 @@ cdef class YambCore:
         self._rm[i] = self.last_rolls if turn == self.n_turns - 1 else self.rolls
         self._ann[i] = announced
         self._total[i] = 0
-        cdef int up, low, mid, t
         for c in range(self.C):
-            up = 0
-            low = 0
-            mid = 0
-            for t in range(6):
-                if self._card[i, c, t] > 0:
-                    up += self._card[i, c, t]
-            for t in range(8, self.R):
-                if self._card[i, c, t] > 0:
-                    low += self._card[i, c, t]
-            if self._card[i, c, 0] >= 0 and self._card[i, c, 6] >= 0 and self._card[i, c, 7] >= 0:
-                mid = self._card[i, c, 0] * (self._card[i, c, 6] - self._card[i, c, 7])
-                if self.clamp and mid < 0:
-                    mid = 0
-            self._ct[i, c] = up + (self.bonus if up >= self.threshold else 0) + mid + low
+            self._ct[i, c] = self._column_total(i, c)
             self._total[i] += self._ct[i, c]

@@ -19,18 +19,9 @@ from math import factorial
 import numpy as np
 
 from yamblab.errors import InvalidDiceError
+from yamblab.games.dice import _histograms
 
 N_FACES = 6
-
-
-def _histograms(n_dice: int) -> list[tuple[int, ...]]:
-    out = []
-    for faces in itertools.combinations_with_replacement(range(1, N_FACES + 1), n_dice):
-        h = [0] * N_FACES
-        for f in faces:
-            h[f - 1] += 1
-        out.append(tuple(h))
-    return out
 
 
 def hist_code(hist) -> int:

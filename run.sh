@@ -16,7 +16,7 @@ setup() {
   fi
   local stamp="$VENV/.yamblab-installed"
   local want
-  want="$(cat pyproject.toml setup.py yamblab/*/*.pyx yamblab/*/*.pxi 2>/dev/null | sha256sum | cut -d' ' -f1)"
+  want="$(cat pyproject.toml setup.py yamblab/*/*.pyx yamblab/*/*.pxi yamblab/*/*/*.pyx yamblab/*/*/*.pxi 2>/dev/null | sha256sum | cut -d' ' -f1)"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$PY" -c "import yamblab.oracle._kernels" 2>/dev/null; then
     return 0
   fi

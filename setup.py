@@ -39,9 +39,9 @@ common = dict(include_dirs=[np.get_include()], extra_compile_args=compile_args,
               extra_link_args=link_args,
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")])
 extensions = [
-    Extension("yamblab.games._engine", ["yamblab/games/_engine.pyx"], **common),
+    Extension("yamblab.games.yahtzee._engine", ["yamblab/games/yahtzee/_engine.pyx"], **common),
     Extension("yamblab.oracle._kernels", ["yamblab/oracle/_kernels.pyx"], **common),
-    Extension("yamblab.games._yamb_engine", ["yamblab/games/_yamb_engine.pyx"], **common),
+    Extension("yamblab.games.yamb._engine", ["yamblab/games/yamb/_engine.pyx"], **common),
     Extension("yamblab.oracle._yamb_free", ["yamblab/oracle/_yamb_free.pyx"], **common),
 ]
 

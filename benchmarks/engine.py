@@ -1,7 +1,7 @@
 """Benchmark: random Yahtzee games per second of the batched engine (prints figures).
 
 Baseline measured in the same run: the same random games played one at a time with the
-plain-Python reference rules (yamblab.games.yahtzee).
+plain-Python reference rules (yamblab.games.yahtzee.rules).
 
     python benchmarks/engine.py [--games 100000]
 """
@@ -14,8 +14,8 @@ import statistics
 import time
 
 from yamblab.games.dice import histogram
-from yamblab.games.engine import new_batch
-from yamblab.games.yahtzee import BoundaryState, legal_boxes, score_box
+from yamblab.games.yahtzee.engine import new_batch
+from yamblab.games.yahtzee.rules import BoundaryState, legal_boxes, score_box
 
 
 def batched(games: int, seed: int) -> float:

@@ -12,8 +12,8 @@ import time
 import torch
 
 from yamblab.games.encoding import encode_yahtzee
-from yamblab.games.engine import new_batch
-from yamblab.games.yahtzee import OFFICIAL
+from yamblab.games.yahtzee.engine import new_batch
+from yamblab.games.yahtzee.rules import OFFICIAL
 from yamblab.model.network import build_model
 from yamblab.model.tokenizer import Inputs
 

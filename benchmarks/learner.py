@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from yamblab.games.yahtzee import OFFICIAL
+from yamblab.games.yahtzee.rules import OFFICIAL
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.learner import Learner
 from yamblab.learners.selfplay import SelfPlay

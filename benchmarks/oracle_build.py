@@ -14,7 +14,7 @@ import resource
 import statistics
 import time
 
-from yamblab.games.yahtzee import OFFICIAL
+from yamblab.games.yahtzee.rules import OFFICIAL
 from yamblab.oracle import _kernels
 
 

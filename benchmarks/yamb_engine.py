@@ -6,8 +6,8 @@ Usage: python benchmarks/yamb_engine.py [games] [preset ...]
 import sys
 import time
 
-from yamblab.games.yamb import PRESETS
-from yamblab.games.yamb_engine import play_random
+from yamblab.games.yamb.rules import PRESETS
+from yamblab.games.yamb.engine import play_random
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ def main() -> None:
         if a.simulate:
             import numpy as np
 
-            from yamblab.games.yamb_engine import YambBatch
+            from yamblab.games.yamb.engine import YambBatch
             from yamblab.oracle.yamb_free import FreeColumnOracleAgent
 
             b = YambBatch(a.simulate, o.rules, seed=2024)

@@ -21,7 +21,7 @@ def _cache_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def official_table(_cache_dir):
-    from yamblab.games.yahtzee import OFFICIAL
+    from yamblab.games.yahtzee.rules import OFFICIAL
     from yamblab.oracle.table import OracleTable
 
     return OracleTable.get(OFFICIAL)

@@ -5,8 +5,8 @@ import pytest
 
 from yamblab.errors import IllegalActionError
 from yamblab.games import encoding as E
-from yamblab.games.yamb import PRESETS, get_preset
-from yamblab.games.yamb_engine import new_yamb_batch, shared_action_to_yamb, yamb_action_to_shared
+from yamblab.games.yamb.rules import PRESETS, get_preset
+from yamblab.games.yamb.engine import new_yamb_batch, shared_action_to_yamb, yamb_action_to_shared
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))

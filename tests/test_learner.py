@@ -10,7 +10,7 @@ import torch
 from pydantic import ValidationError
 
 from yamblab.errors import DamagedFileError
-from yamblab.games.yahtzee import OFFICIAL
+from yamblab.games.yahtzee.rules import OFFICIAL
 from yamblab.learners.checkpoint import load_checkpoint, load_network, save_checkpoint
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.learner import Learner
@@ -264,8 +264,8 @@ def test_successor_samples_bootstrap_to_the_oracle_with_a_perfect_valuation():
     valuation of the next turn's boundary states, exactly the oracle's value of each."""
     import numpy as np
 
-    from yamblab.games.engine import new_batch
-    from yamblab.games.yahtzee import OFFICIAL
+    from yamblab.games.yahtzee.engine import new_batch
+    from yamblab.games.yahtzee.rules import OFFICIAL
     from yamblab.learners.selfplay import successor_samples
     from yamblab.oracle.table import OracleTable
     from yamblab.search.expectimax import decode_yahtzee, oracle_position_values

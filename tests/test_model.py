@@ -9,8 +9,8 @@ from pydantic import ValidationError
 
 from yamblab.errors import UnknownVariantError
 from yamblab.games.encoding import N_ACTIONS, EncodedBatch, encode_yahtzee
-from yamblab.games.engine import new_batch
-from yamblab.games.yahtzee import OFFICIAL
+from yamblab.games.yahtzee.engine import new_batch
+from yamblab.games.yahtzee.rules import OFFICIAL
 from yamblab.model.config import PRESETS, ModelConfig
 from yamblab.model.network import YambNet, build_model
 from yamblab.model.tokenizer import Inputs, longest_straight, score_features
@@ -179,8 +179,8 @@ def test_boundary_head_values_boundary_positions():
     import numpy as np
     import torch
 
-    from yamblab.games.engine import new_batch
-    from yamblab.games.yahtzee import OFFICIAL
+    from yamblab.games.yahtzee.engine import new_batch
+    from yamblab.games.yahtzee.rules import OFFICIAL
     from yamblab.learners.config import TrainConfig
     from yamblab.learners.losses import compute_losses
     from yamblab.model.config import ModelConfig

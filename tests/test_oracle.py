@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from yamblab.errors import DamagedFileError, InvalidDiceError, UnreachablePositionError
-from yamblab.games.yahtzee import (
+from yamblab.games.yahtzee.rules import (
     OFFICIAL, BoundaryState, YahtzeeRules, legal_boxes, parse_card, score_box,
 )
 from yamblab.oracle.advice import advise

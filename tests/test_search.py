@@ -9,8 +9,8 @@ import torch
 
 from yamblab.agents.base import make_agent
 from yamblab.games.encoding import shared_action_to_yahtzee
-from yamblab.games.engine import new_batch
-from yamblab.games.yahtzee import OFFICIAL, YahtzeeRules
+from yamblab.games.yahtzee.engine import new_batch
+from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
 from yamblab.oracle.grading import grade
 from yamblab.search.expectimax import FullTurnSearch, OneStepSearch, make_search, oracle_position_values
 from yamblab.search.targets import add_dirichlet_noise, policy_targets, two_hot
@@ -183,8 +183,8 @@ def test_turn_start_values_of_the_oracle_are_the_table():
     """The turn value behind ``value_target_mix`` reproduces the oracle at its own states."""
     import numpy as np
 
-    from yamblab.games.engine import new_batch
-    from yamblab.games.yahtzee import OFFICIAL
+    from yamblab.games.yahtzee.engine import new_batch
+    from yamblab.games.yahtzee.rules import OFFICIAL
     from yamblab.oracle import _kernels
     from yamblab.oracle.table import OracleTable
     from yamblab.search.expectimax import turn_start_values

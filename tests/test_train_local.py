@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from yamblab.games.yahtzee import OFFICIAL
+from yamblab.games.yahtzee.rules import OFFICIAL
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.local import train_local
 from yamblab.model.config import ModelConfig

@@ -5,8 +5,8 @@ from hypothesis import strategies as st
 
 from yamblab.errors import IllegalActionError, UnknownVariantError, UnreachablePositionError
 from yamblab.games.dice import ROLLS, histogram
-from yamblab.games.engine import new_batch
-from yamblab.games.yahtzee import (
+from yamblab.games.yahtzee.engine import new_batch
+from yamblab.games.yahtzee.rules import (
     BOX_NAMES, CHANCE, FOUR_KIND, FULL_HOUSE, LARGE_STRAIGHT, OFFICIAL, SMALL_STRAIGHT, THREE_KIND,
     YAHTZEE, BoundaryState, YahtzeeRules, base_score, box_index, legal_boxes, parse_card, score_box,
 )

@@ -5,9 +5,9 @@ import pytest
 
 from yamblab.agents.yamb_bots import GreedyAgent, make_agent, play, row_par
 from yamblab.errors import UnknownVariantError
-from yamblab.games.yamb import PRESETS, card_total, get_preset, row_score
-from yamblab.games.yamb_api import column_regret, grade_yamb, play_games
-from yamblab.games.yamb_engine import YambBatch
+from yamblab.games.yamb.rules import PRESETS, card_total, get_preset, row_score
+from yamblab.platform.yamb_report import column_regret, grade_yamb, play_games
+from yamblab.games.yamb.engine import YambBatch
 
 CRO = get_preset("croatian")
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from yamblab.errors import ConfigError, IllegalActionError, UnreachablePositionError
-from yamblab.games.yamb import column_parts, get_preset, row_score
+from yamblab.games.yamb.rules import column_parts, get_preset, row_score
 from yamblab.oracle.yamb_column import ColumnOracle
 from yamblab.oracle.yamb_free import FreeColumnOracle, free_column_layout
 
@@ -166,8 +166,8 @@ def test_layout_counts_cover_the_reachable_states():
 def test_oracle_agent_plays_to_its_value():
     # A 9-row card without the upper bonus (a whole game solves in well under a second):
     # optimal play in the engine (its own scoring) averages the oracle's value.
-    from yamblab.games.yamb import FIXED_ROWS
-    from yamblab.games.yamb_engine import YambBatch
+    from yamblab.games.yamb.rules import FIXED_ROWS
+    from yamblab.games.yamb.engine import YambBatch
     from yamblab.oracle.yamb_free import FreeColumnOracleAgent
 
     rules = CRO.replace(rows=FIXED_ROWS + ("yamb",), upper_bonus=0)
@@ -183,7 +183,7 @@ def test_oracle_agent_plays_to_its_value():
 def test_cli_entry_point_routes_free(monkeypatch):
     import yamblab.oracle.yamb_free as yf
     from yamblab.errors import UnknownVariantError
-    from yamblab.games.yamb_api import build_column_oracle
+    from yamblab.platform.yamb_report import build_column_oracle
 
     class Stub:
         def __init__(self, rules):

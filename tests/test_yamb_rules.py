@@ -3,7 +3,7 @@
 import pytest
 
 from yamblab.errors import ConfigError, IllegalActionError, InvalidDiceError, UnknownVariantError, YamblabError
-from yamblab.games.yamb import (PRESETS, YambRules, card_total, column_next_rows, column_parts,
+from yamblab.games.yamb.rules import (PRESETS, YambRules, card_total, column_next_rows, column_parts,
                                 get_preset, row_score, score_table)
 
 CRO = get_preset("croatian")

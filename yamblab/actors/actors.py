@@ -43,7 +43,7 @@ class OracleService:
     """
 
     def __init__(self, rules_name: str):
-        from yamblab.games.yahtzee import YahtzeeRules
+        from yamblab.games.yahtzee.rules import YahtzeeRules
         from yamblab.oracle.table import OracleTable
 
         self.rules = YahtzeeRules.parse(rules_name)

@@ -30,7 +30,7 @@ class Agent(ABC):
         """Choose actions.
 
         Args:
-            batch: a :class:`~yamblab.games.engine.YahtzeeBatch` of n games.
+            batch: a :class:`~yamblab.games.yahtzee.engine.YahtzeeBatch` of n games.
 
         Returns:
             int64 (n,): a legal action for every unfinished game (any value for finished ones).

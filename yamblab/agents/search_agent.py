@@ -11,7 +11,7 @@ import numpy as np
 
 from yamblab.agents.base import Agent, register
 from yamblab.games.encoding import encode_yahtzee, shared_action_to_yahtzee
-from yamblab.games.yahtzee import YahtzeeRules
+from yamblab.games.yahtzee.rules import YahtzeeRules
 from yamblab.search.expectimax import DEPTHS, NetworkValuation, make_search
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from yamblab.agents.base import Agent, register
 from yamblab.games.dice import KEEP_OFFSET
-from yamblab.games.yahtzee import YahtzeeRules
+from yamblab.games.yahtzee.rules import YahtzeeRules
 from yamblab.oracle import _kernels
 
 KEEP_ALL_HOLD = 31

@@ -17,7 +17,7 @@ over histograms. They differ only in the valuation:
 
 ``random`` picks a uniformly random legal action (the engine's reproducible sampler).
 
-All agents act on a :class:`~yamblab.games.yamb_engine.YambBatch` through ``act(batch)``, which
+All agents act on a :class:`~yamblab.games.yamb.engine.YambBatch` through ``act(batch)``, which
 returns an int64 (n,) array of engine actions (-1 for finished games).
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from yamblab.errors import UnknownVariantError
 from yamblab.games.dice6 import dice_tables
-from yamblab.games.yamb import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, legal_boxes, score_table
+from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, legal_boxes, score_table
 
 NEG = -1e9
 AGENTS = ("random", "greedy", "heuristic")

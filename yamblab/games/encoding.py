@@ -109,7 +109,7 @@ def shared_action_to_yahtzee(action: np.ndarray) -> np.ndarray:
 
 
 def encode_yahtzee(batch, rules) -> EncodedBatch:
-    """Encode a :class:`~yamblab.games.engine.YahtzeeBatch` in the shared layout.
+    """Encode a :class:`~yamblab.games.yahtzee.engine.YahtzeeBatch` in the shared layout.
 
     Args:
         batch: the engine (n games).
@@ -155,7 +155,7 @@ YAMB_STATE_FLAGS = {
 
 
 def encode_yamb(batch, rules=None) -> EncodedBatch:
-    """Encode a :class:`~yamblab.games.yamb_engine.YambBatch` in the shared layout (seed 000).
+    """Encode a :class:`~yamblab.games.yamb.engine.YambBatch` in the shared layout (seed 000).
 
     Column ``c`` of the card is column ``c`` of the layout, with its kind as the column type
     and its rows in card order (``score / 80`` with a filled flag). Column features: upper
@@ -171,8 +171,8 @@ def encode_yamb(batch, rules=None) -> EncodedBatch:
     Returns:
         :class:`EncodedBatch` of n positions (finished games get an all-False legal mask).
     """
-    from yamblab.games.yamb import MAX_ROW, MIN_ROW, ONES_ROW
-    from yamblab.games.yamb_engine import yamb_action_to_shared
+    from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
+    from yamblab.games.yamb.engine import yamb_action_to_shared
 
     rules = batch.rules if rules is None else rules
     n, C, R = batch.n, rules.n_columns, rules.n_rows

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from yamblab.games.yahtzee import OFFICIAL, YahtzeeRules
+from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.learner import Learner
 from yamblab.learners.samples import SampleBatch

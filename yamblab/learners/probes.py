@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from yamblab.games.engine import new_batch
-from yamblab.games.yahtzee import YahtzeeRules
+from yamblab.games.yahtzee.engine import new_batch
+from yamblab.games.yahtzee.rules import YahtzeeRules
 
 
 @dataclass(frozen=True)

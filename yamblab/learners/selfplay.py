@@ -17,8 +17,8 @@ import torch
 
 from yamblab.games.encoding import N_ACTIONS, EncodedBatch, encode_yahtzee, shared_action_to_yahtzee, \
     yahtzee_action_to_shared
-from yamblab.games.engine import new_batch
-from yamblab.games.yahtzee import UPPER_BONUS_THRESHOLD, YahtzeeRules
+from yamblab.games.yahtzee.engine import new_batch
+from yamblab.games.yahtzee.rules import UPPER_BONUS_THRESHOLD, YahtzeeRules
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.samples import SampleBatch
 from yamblab.model.config import ModelConfig

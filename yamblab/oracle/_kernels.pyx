@@ -18,7 +18,7 @@ from cython.parallel cimport prange, parallel
 from libc.stdlib cimport malloc, free
 from libc.math cimport INFINITY
 
-include "_yahtzee_rules.pxi"
+include "yahtzee/_rules.pxi"
 
 cnp.import_array()
 _init_rule_tables()

@@ -15,7 +15,7 @@ import numpy as np
 
 from yamblab.errors import InvalidDiceError, UnreachablePositionError
 from yamblab.games.dice import KEEP_OFFSET, hold_to_keep, keep_faces, roll_index, validate_dice
-from yamblab.games.yahtzee import BOX_LABELS, BoundaryState
+from yamblab.games.yahtzee.rules import BOX_LABELS, BoundaryState
 from yamblab.oracle import _kernels
 from yamblab.oracle.table import OracleTable
 

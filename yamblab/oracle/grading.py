@@ -14,8 +14,8 @@ from scipy import stats
 
 from yamblab.agents.base import Agent
 from yamblab.agents.yahtzee_agents import TurnValues
-from yamblab.games.engine import new_batch
-from yamblab.games.yahtzee import BOX_LABELS, OFFICIAL, UPPER_BONUS_THRESHOLD, YAHTZEE, YahtzeeRules
+from yamblab.games.yahtzee.engine import new_batch
+from yamblab.games.yahtzee.rules import BOX_LABELS, OFFICIAL, UPPER_BONUS_THRESHOLD, YAHTZEE, YahtzeeRules
 from yamblab.oracle.table import OracleTable
 
 DECISIONS = ("first keep", "second keep", "box")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from yamblab.games.yahtzee import OFFICIAL, YahtzeeRules
+from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
 from yamblab.oracle import _kernels
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from yamblab.atomic import atomic_write
 from yamblab.errors import DamagedFileError
-from yamblab.games.yahtzee import OFFICIAL, BoundaryState, YahtzeeRules
+from yamblab.games.yahtzee.rules import OFFICIAL, BoundaryState, YahtzeeRules
 from yamblab.oracle import _kernels
 
 log = logging.getLogger(__name__)

@@ -41,7 +41,7 @@ import numpy as np
 
 from yamblab.errors import ConfigError, UnreachablePositionError
 from yamblab.games.dice6 import DiceTables, dice_tables
-from yamblab.games.yamb import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, get_preset, score_table
+from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, get_preset, score_table
 from yamblab.oracle.yamb_column import ActionAdvice
 
 __all__ = ["FreeColumnOracle", "free_column_layout"]
@@ -334,7 +334,7 @@ class FreeColumnOracleAgent:
     """Plays the single free-column game (``oracle.rules``) with the oracle's advice.
 
     ``act(batch)`` returns int64 (n,) engine actions (row index to score, or
-    ``hold_offset + h``; -1 for finished games) for a :class:`~yamblab.games.yamb_engine.YambBatch`
+    ``hold_offset + h``; -1 for finished games) for a :class:`~yamblab.games.yamb.engine.YambBatch`
     of ``oracle.rules``.
     """
 

@@ -52,7 +52,7 @@ def user_errors(fn):
 
 
 def _rules(text: str):
-    from yamblab.games.yahtzee import YahtzeeRules
+    from yamblab.games.yahtzee.rules import YahtzeeRules
 
     return YahtzeeRules.parse(text)
 
@@ -124,7 +124,7 @@ def advise(
     top: int = typer.Option(10, help="Show the best N actions (0: all)."),
 ):
     """Rank every legal keep and box of a position by its exact expected final score."""
-    from yamblab.games.yahtzee import parse_card
+    from yamblab.games.yahtzee.rules import parse_card
     from yamblab.oracle.advice import advise as _advise
     from yamblab.oracle.table import OracleTable
 
@@ -340,9 +340,9 @@ def sweep(
 
 def _yamb_api():
     try:
-        return importlib.import_module("yamblab.games.yamb_api")
+        return importlib.import_module("yamblab.platform.yamb_report")
     except ModuleNotFoundError as exc:
-        if exc.name == "yamblab.games.yamb_api":
+        if exc.name == "yamblab.platform.yamb_report":
             raise YamblabError("Yamb support is not installed in this version of yamblab") from None
         raise
 

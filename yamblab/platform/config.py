@@ -115,7 +115,7 @@ class RunConfig(BaseModel):
     @field_validator("rules")
     @classmethod
     def _check_rules(cls, v: str) -> str:
-        from yamblab.games.yahtzee import YahtzeeRules
+        from yamblab.games.yahtzee.rules import YahtzeeRules
 
         try:
             return YahtzeeRules.parse(v).name
@@ -125,7 +125,7 @@ class RunConfig(BaseModel):
     @property
     def rules_obj(self):
         """The :class:`~yamblab.games.yahtzee.YahtzeeRules` of this run."""
-        from yamblab.games.yahtzee import YahtzeeRules
+        from yamblab.games.yahtzee.rules import YahtzeeRules
 
         return YahtzeeRules.parse(self.rules)
 

@@ -6,8 +6,8 @@ import numpy as np
 import typer
 
 from yamblab.errors import IllegalActionError, YamblabError
-from yamblab.games.engine import new_batch
-from yamblab.games.yahtzee import BOX_LABELS, box_index
+from yamblab.games.yahtzee.engine import new_batch
+from yamblab.games.yahtzee.rules import BOX_LABELS, box_index
 from yamblab.oracle.grading import Grader
 from yamblab.oracle.table import OracleTable
 

@@ -32,7 +32,7 @@ import numpy as np
 from yamblab.agents.yahtzee_agents import TurnValues
 from yamblab.games.dice import KEEPS, P_ROLL_GIVEN_KEEP, ROLLS
 from yamblab.games.encoding import HOLD_OFFSET, N_ACTIONS, EncodedBatch, encode_yahtzee
-from yamblab.games.yahtzee import YahtzeeRules
+from yamblab.games.yahtzee.rules import YahtzeeRules
 from yamblab.oracle import _kernels
 
 DEPTHS = ("none", "one_step", "full_turn")

@@ -15,7 +15,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport uint64_t, int64_t, int16_t, int8_t, int32_t
 
-include "_yahtzee_rules.pxi"
+include "_rules.pxi"
 
 from yamblab.errors import IllegalActionError
 
@@ -70,7 +70,7 @@ cdef class YahtzeeBatch:
     Args:
         n: number of games.
         joker, upper_bonus, yahtzee_bonus: the rule variant (joker 0 forced, 1 free,
-            2 priority, 3 none); use :func:`yamblab.games.engine.new_batch` to pass a
+            2 priority, 3 none); use :func:`yamblab.games.yahtzee.engine.new_batch` to pass a
             :class:`~yamblab.games.yahtzee.YahtzeeRules`.
         seed: the dice seed (uint64).
         first_game: the game number of game 0; game ``i`` is game ``first_game + i``.
@@ -240,7 +240,7 @@ cdef class YahtzeeBatch:
                     self._reroll(i, <int>a[i] - 13)
 
     def _explain(self, Py_ssize_t i, int a):
-        from yamblab.games.yahtzee import BOX_LABELS
+        from yamblab.games.yahtzee.rules import BOX_LABELS
         if a < 0 or a >= 45:
             return f"game {i}: action {a} is not 0..44 (0..12 boxes, 13..44 holds)"
         if a >= 13:

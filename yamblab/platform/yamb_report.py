@@ -11,8 +11,8 @@ import numpy as np
 from scipy import stats
 
 from yamblab.errors import UnknownVariantError
-from yamblab.games.yamb import get_preset
-from yamblab.games.yamb_engine import YambBatch
+from yamblab.games.yamb.rules import get_preset
+from yamblab.games.yamb.engine import YambBatch
 
 __all__ = ["grade_yamb", "build_column_oracle", "play_games", "column_regret"]
 

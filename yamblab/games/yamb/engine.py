@@ -1,6 +1,6 @@
 """The batched Yamb engine: many games at once under any :class:`~yamblab.games.yamb.YambRules`.
 
-The hot loops are Cython (:mod:`yamblab.games._yamb_engine`); this wrapper builds the rule
+The hot loops are Cython (:mod:`yamblab.games.yamb._engine`); this wrapper builds the rule
 tables (scores from the reference :func:`~yamblab.games.yamb.score_table`), validates actions
 and explains illegal ones.
 
@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from yamblab.errors import IllegalActionError
-from yamblab.games._yamb_engine import YambCore
+from yamblab.games.yamb._engine import YambCore
 from yamblab.games.dice6 import dice_tables
-from yamblab.games.yamb import (ANNOUNCE_MODES, COLUMN_KINDS, ROW_LABELS, YambRules,
+from yamblab.games.yamb.rules import (ANNOUNCE_MODES, COLUMN_KINDS, ROW_LABELS, YambRules,
                                 get_preset, score_table)
 
 __all__ = ["YambBatch", "new_yamb_batch", "play_random", "yamb_action_to_shared",

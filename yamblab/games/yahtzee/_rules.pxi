@@ -1,5 +1,5 @@
 # Yahtzee rules at C level, shared (textually included) by the batched engine and the oracle
-# kernels. The readable statement of the same rules is yamblab/games/yahtzee.py; tests check
+# kernels. The readable statement of the same rules is yamblab/games/yahtzee/rules.py; tests check
 # that both agree on every roll, box and joker situation.
 
 from libc.stdint cimport int32_t
@@ -25,7 +25,7 @@ cdef int32_t HOLD_KEEP[252][32]    # keep made by each hold mask over the roll's
 
 cdef void _init_rule_tables():
     from yamblab.games import dice as _d
-    from yamblab.games.yahtzee import base_score as _bs
+    from yamblab.games.yahtzee.rules import base_score as _bs
     cdef int r, c, f
     for r in range(252):
         counts = [int(x) for x in _d.ROLLS[r]]

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Batched Yamb engine core: many games at once, seeded dice, legal-action masks.
 
-Use :func:`yamblab.games.yamb_engine.new_yamb_batch`, which builds the rule tables from a
+Use :func:`yamblab.games.yamb.engine.new_yamb_batch`, which builds the rule tables from a
 :class:`~yamblab.games.yamb.YambRules`. Action space (``C`` columns, ``R`` rows, ``n`` dice):
 ``c * R + r`` scores box (c, r); ``C*R + h`` rerolls the dice not held by hold mask ``h``
 (0 .. 2**n - 1); ``C*R + 2**n + r`` announces row ``r`` of the announce column.

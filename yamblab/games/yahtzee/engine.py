@@ -1,13 +1,13 @@
 """The batched Yahtzee engine (Cython) and a constructor that takes a rules object.
 
-See :class:`yamblab.games._engine.YahtzeeBatch` for the arrays and the 45-action space
+See :class:`yamblab.games.yahtzee._engine.YahtzeeBatch` for the arrays and the 45-action space
 (0..12 score a box, 13 + h reroll the dice not held by hold mask h).
 """
 
 from __future__ import annotations
 
-from yamblab.games._engine import HOLD_OFFSET, N_ACTIONS, YahtzeeBatch
-from yamblab.games.yahtzee import OFFICIAL, YahtzeeRules
+from yamblab.games.yahtzee._engine import HOLD_OFFSET, N_ACTIONS, YahtzeeBatch
+from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
 
 __all__ = ["YahtzeeBatch", "new_batch", "N_ACTIONS", "HOLD_OFFSET"]
 

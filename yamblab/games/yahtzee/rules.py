@@ -1,7 +1,7 @@
 """Solitaire Yahtzee: boxes, rule variants, scoring and boundary states (plain Python reference).
 
 This module is the readable statement of the rules. The batched engine
-(:mod:`yamblab.games.engine`) and the oracle kernels implement the same rules in Cython
+(:mod:`yamblab.games.yahtzee.engine`) and the oracle kernels implement the same rules in Cython
 and are tested against the functions here.
 
 Rules (Hasbro): 13 boxes, Ones … Sixes score the sum of that face; Three/Four of a Kind and

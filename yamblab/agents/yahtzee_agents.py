@@ -15,61 +15,9 @@ import numpy as np
 from yamblab.agents.base import Agent, register
 from yamblab.games.dice import KEEP_OFFSET
 from yamblab.games.yahtzee.rules import YahtzeeRules
-from yamblab.oracle import _kernels
+from yamblab.oracle.turn import TurnValues
 
 KEEP_ALL_HOLD = 31
-
-
-class TurnValues:
-    """Per-game cache of the keep values of the current turn for a valuation table.
-
-    Args:
-        valuation: float64 (4096, 3, 64) table of points still to come per boundary state.
-        rules: the variant.
-    """
-
-    def __init__(self, valuation: np.ndarray, rules: YahtzeeRules):
-        self.W = np.ascontiguousarray(valuation, dtype=np.float64)
-        self.rules = rules
-        self._turn = None
-
-    def _args(self):
-        r = self.rules
-        return r.joker_code, r.upper_bonus, r.yahtzee_bonus
-
-    def update(self, batch) -> None:
-        """Compute the turn's keep values for games that started a new turn."""
-        n = batch.n
-        if self._turn is None or self._turn.shape[0] != n:
-            self._turn = np.full(n, -1, dtype=np.int64)
-            self.E1 = np.zeros((n, 462))
-            self.E2 = np.zeros((n, 462))
-        turn = batch.turn.astype(np.int64)
-        need = np.flatnonzero((turn < 13) & (turn != self._turn))
-        if need.size:
-            states = np.ascontiguousarray(batch.boundary_states()[need])
-            e1, e2 = _kernels.turn_solutions(self.W, *self._args(), states)
-            self.E1[need] = e1
-            self.E2[need] = e2
-            self._turn[need] = turn[need]
-
-    def action_values(self, batch):
-        """Values of every action now: ``(box_values (n, 13), hold_values (n, 32), keeps (n, 32))``.
-
-        ``box_values`` are points now plus the valuation of the next state (``-inf`` if
-        illegal); ``hold_values`` the expected value of each hold mask (``-inf`` with no roll
-        left); ``keeps`` the keep index each hold mask makes.
-        """
-        self.update(batch)
-        states = batch.boundary_states()
-        rolls = batch.roll_indices()
-        box = _kernels.box_values(self.W, *self._args(), states, rolls)
-        keeps = batch.hold_keeps()
-        rl = batch.rolls_left
-        E = np.where((rl == 2)[:, None], self.E1, self.E2)
-        hold = np.take_along_axis(E, keeps.astype(np.int64), axis=1)
-        hold[rl == 0] = -np.inf
-        return box, hold, keeps
 
 
 def turn_perfect_actions(box, hold, keeps, batch) -> np.ndarray:

@@ -80,7 +80,7 @@ class ProbeReport:
 
 def correct_actions(rules: YahtzeeRules, table, probes=PROBES, tol: float = 1e-9) -> np.ndarray:
     """bool (len(probes), 45): the oracle-optimal actions of each probe."""
-    from yamblab.agents.yahtzee_agents import TurnValues
+    from yamblab.oracle.turn import TurnValues
 
     b = probe_batch(probes, rules)
     box, hold, _ = TurnValues(table.values, rules).action_values(b)

@@ -13,7 +13,7 @@ import numpy as np
 from scipy import stats
 
 from yamblab.agents.base import Agent
-from yamblab.agents.yahtzee_agents import TurnValues
+from yamblab.oracle.turn import TurnValues, hold_values
 from yamblab.games.yahtzee.engine import new_batch
 from yamblab.games.yahtzee.rules import BOX_LABELS, OFFICIAL, UPPER_BONUS_THRESHOLD, YAHTZEE, YahtzeeRules
 from yamblab.oracle.table import OracleTable
@@ -151,9 +151,7 @@ def grade_decisions(table: OracleTable, states: np.ndarray, rolls: np.ndarray, r
     box = _kernels.box_values(table.values, *args, states, np.ascontiguousarray(rolls, dtype=np.int64))
     e1, e2 = _kernels.turn_solutions(table.values, *args, states)
     rl = np.asarray(rolls_left)
-    E = np.where((rl == 2)[:, None], e1, e2)
-    hold = np.take_along_axis(E, np.asarray(keeps, dtype=np.int64), axis=1)
-    hold[rl == 0] = -np.inf
+    hold = hold_values(e1, e2, keeps, rl)
     regret, _ = regrets_from_values(box, hold, actions, rl, np.ones(len(rl), dtype=bool))
     return regret
 

@@ -29,11 +29,11 @@ from typing import Literal
 
 import numpy as np
 
-from yamblab.agents.yahtzee_agents import TurnValues
 from yamblab.games.dice import KEEPS, P_ROLL_GIVEN_KEEP, ROLLS
 from yamblab.games.encoding import HOLD_OFFSET, N_ACTIONS, EncodedBatch, encode_yahtzee
 from yamblab.games.yahtzee.rules import YahtzeeRules
 from yamblab.oracle import _kernels
+from yamblab.oracle.turn import TurnValues, hold_values
 
 DEPTHS = ("none", "one_step", "full_turn")
 Depth = Literal["none", "one_step", "full_turn"]
@@ -181,7 +181,7 @@ class FullTurnSearch:
             ``values(enc: EncodedBatch) -> float64 (m,)`` such as :class:`NetworkValuation`.
 
     The keep values of a turn are computed once, when the turn starts (like
-    :class:`~yamblab.agents.yahtzee_agents.TurnValues`); a network valuation is asked once
+    :class:`~yamblab.oracle.turn.TurnValues`); a network valuation is asked once
     per turn for the at most 44 successor boundary states of every game, all games in one
     batched forward pass.
     """
@@ -251,11 +251,7 @@ class FullTurnSearch:
             self.scratch[s[:, 0], s[:, 1], s[:, 2]] = self.succ_values[g]
             box[g] = _kernels.box_values(self.scratch, *self._args(), states[g:g + 1], rolls[g:g + 1])[0]
         keeps = batch.hold_keeps()
-        rl = batch.rolls_left
-        E = np.where((rl == 2)[:, None], self.E1, self.E2)
-        hold = np.take_along_axis(E, keeps.astype(np.int64), axis=1)
-        hold[rl == 0] = -np.inf
-        return box, hold, keeps
+        return box, hold_values(self.E1, self.E2, keeps, batch.rolls_left), keeps
 
     def q(self, batch) -> np.ndarray:
         """Q of every action, float64 (n, 208), ``-inf`` on illegal actions and finished games."""
@@ -401,9 +397,6 @@ def oracle_position_values(enc: EncodedBatch, rules: YahtzeeRules, table) -> np.
         box = _kernels.box_values(V, *args, st, rolls)
         e1, e2 = _kernels.turn_solutions(V, *args, st)
         keeps = np.array([[hold_to_keep(d, h) for h in range(32)] for d in dice], np.int64)
-        rl = enc.state[w, :6].argmax(axis=1)
-        E = np.where((rl == 2)[:, None], e1, e2)
-        hold = np.take_along_axis(E, keeps, axis=1)
-        hold[rl == 0] = -np.inf
+        hold = hold_values(e1, e2, keeps, enc.state[w, :6].argmax(axis=1))
         out[w] = np.maximum(box.max(axis=1), hold.max(axis=1))
     return out

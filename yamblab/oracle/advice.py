@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from yamblab.errors import InvalidDiceError, UnreachablePositionError
+from yamblab.errors import IllegalActionError, InvalidDiceError, UnreachablePositionError
 from yamblab.games.dice import KEEP_OFFSET, hold_to_keep, keep_faces, roll_index, validate_dice
-from yamblab.games.yahtzee.rules import BOX_LABELS, BoundaryState
+from yamblab.games.yahtzee.rules import (BOX_LABELS, BOX_NAMES, UPPER_BONUS, UPPER_BONUS_THRESHOLD,
+                                         YAHTZEE_BONUS, BoundaryState, YahtzeeRules, parse_card)
 from yamblab.oracle import _kernels
 from yamblab.oracle.table import OracleTable
 
@@ -99,4 +100,78 @@ def advise(table: OracleTable, state: BoundaryState, dice, rolls_left: int,
     return out
 
 
-__all__ = ["Advice", "advise", "InvalidDiceError"]
+_BONUS_KEYS = ("yahtzee_bonuses", "bonuses", "ybonus")
+
+
+def card_position(card, rules: YahtzeeRules, yahtzee_bonuses: int | None = None
+                  ) -> tuple[BoundaryState, int, dict[int, int], int]:
+    """A scorecard checked against a rule variant: its boundary state and points so far.
+
+    The card is written with box names, never bare indexes (``"5=20"`` would be ambiguous:
+    Fives or Sixes?): a ``box=points`` text (``"ones=3,full_house=25,yahtzee=50"``, the form
+    ``yamblab advise --card`` takes) or a mapping ``{box name: points}``. ``yahtzee_bonuses``
+    (or a ``yahtzee_bonuses=N`` entry) is the number of 100-point bonuses earned.
+
+    Unlike :func:`~yamblab.games.yahtzee.rules.parse_card`, which knows no variant, the points
+    so far include the 35-point upper bonus only when ``rules`` pays it, and a card with
+    Yahtzee bonuses is refused under a variant without them.
+
+    Args:
+        card: text or mapping (``None`` or empty: a new game).
+        rules: the variant in play.
+        yahtzee_bonuses: bonuses earned, if not given in ``card``.
+
+    Returns:
+        ``(state, score_so_far, box_scores, yahtzee_bonuses)``: the boundary state, the points
+        on the card (int, bonuses included), scores by box index 0..12, the bonus count.
+
+    Raises:
+        IllegalActionError: an unknown box name, or a bare number where a box name belongs.
+        UnreachablePositionError: a score a box cannot hold, a box named twice, bonuses the
+            variant does not pay or the card cannot hold.
+    """
+    if card is None:
+        items: list[tuple[str, object]] = []
+    elif isinstance(card, str):
+        items = []
+        for part in [p.strip() for p in card.replace(";", ",").split(",") if p.strip()]:
+            if "=" not in part:
+                raise UnreachablePositionError(f"scorecard entry {part!r} must look like box=points")
+            name, _, value = part.partition("=")
+            items.append((name, value))
+    elif isinstance(card, dict):
+        items = list(card.items())
+    else:
+        raise UnreachablePositionError("a scorecard is a 'box=points,…' text or a {box: points} mapping")
+    parts = []
+    for name, value in items:
+        key = str(name).strip()
+        if key.lstrip("+-").isdigit():
+            raise IllegalActionError(
+                f"scorecard entry {key}={value}: name the box ({', '.join(BOX_NAMES)}), not a number")
+        if key.lower().replace("-", "_") in _BONUS_KEYS:
+            if yahtzee_bonuses is not None:
+                raise UnreachablePositionError("the Yahtzee bonus count is given twice")
+        parts.append(f"{key}={str(value).strip()}")
+    if yahtzee_bonuses is not None:
+        if int(yahtzee_bonuses) < 0:
+            raise UnreachablePositionError(f"Yahtzee bonus count {yahtzee_bonuses} is negative")
+        if yahtzee_bonuses:
+            parts.append(f"yahtzee_bonuses={int(yahtzee_bonuses)}")
+    state, _, scores = parse_card(",".join(parts))
+    bonuses = 0
+    for p in parts:
+        k, _, v = p.partition("=")
+        if k.strip().lower().replace("-", "_") in _BONUS_KEYS:
+            bonuses = int(v)
+    if bonuses and not rules.yahtzee_bonus:
+        raise UnreachablePositionError(
+            f"the card has {bonuses} Yahtzee bonus(es), but rules {rules.name} pay none")
+    raw_upper = sum(v for b, v in scores.items() if b < 6)
+    so_far = sum(scores.values()) + YAHTZEE_BONUS * bonuses
+    if rules.upper_bonus and raw_upper >= UPPER_BONUS_THRESHOLD:
+        so_far += UPPER_BONUS
+    return state, so_far, scores, bonuses
+
+
+__all__ = ["Advice", "advise", "card_position", "InvalidDiceError"]

@@ -7,6 +7,7 @@ Commands:
     yamblab grade             play seeded games with an agent and grade every decision
     yamblab baseline          build the oracle and grade the baseline agents (a quick tour)
     yamblab play              play a game in the terminal, every decision graded
+    yamblab serve             the advice API and the browser client
     yamblab train             AlphaZero-style training on a Ray cluster (resumable)
     yamblab sweep             ablation grids and tuning studies (Optuna + Ray + MLflow)
 
@@ -124,12 +125,12 @@ def advise(
     top: int = typer.Option(10, help="Show the best N actions (0: all)."),
 ):
     """Rank every legal keep and box of a position by its exact expected final score."""
-    from yamblab.games.yahtzee.rules import parse_card
     from yamblab.oracle.advice import advise as _advise
+    from yamblab.oracle.advice import card_position
     from yamblab.oracle.table import OracleTable
 
     r = _rules(rules)
-    state, so_far, _ = parse_card(card)
+    state, so_far, _, _ = card_position(card, r)
     table = OracleTable.get(r)
     ranked = _advise(table, state, dice, rolls_left, so_far)
     shown = ranked if top <= 0 else ranked[:top]
@@ -224,6 +225,25 @@ def play(
     from yamblab.platform.play import play_game
 
     play_game(_rules(rules), seed if seed is not None else random.randrange(2**32), hints)
+
+
+@app.command()
+@user_errors
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on (0.0.0.0: every interface)."),
+    port: int = typer.Option(8000, min=1, max=65535, help="Port."),
+    rules: list[str] = typer.Option(["forced"], help=RULES_HELP + " Repeat to serve several."),
+    checkpoint: Optional[str] = typer.Option(None, help="A trained checkpoint, served as agent 'checkpoint'."),
+    yamb_free: bool = typer.Option(False, help="Also build the free-column Yamb oracle (about 20 s, 150 MB)."),
+    target: bool = typer.Option(False, help="Also load (or build) the target-score table of the first variant."),
+):
+    """Serve the advice API (docs at /docs) and the browser client; prints the URL."""
+    from yamblab.platform.serve import run_server
+    from yamblab.platform.service import Service
+
+    typer.echo("loading tables …")
+    run_server(Service(rules, checkpoint=checkpoint, yamb_free=yamb_free, target=target, progress=True),
+               host, port)
 
 
 def _parse_sets(sets: list[str]) -> dict:

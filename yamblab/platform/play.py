@@ -17,11 +17,20 @@ def parse_move(text: str, rolls_left: int) -> int:
 
     ``hold 134`` / ``h 134`` holds dice 1, 3 and 4 (positions 1..5) and rerolls the rest;
     ``reroll`` rerolls all; anything else is a box name (``fh``, ``chance``, ``sixes`` …).
+    A bare number is refused: it could mean a box's position on the card or a face, and
+    reading it as a 0-based index once scored Sixes for a player who typed ``5``.
 
     Raises:
-        IllegalActionError: an unknown box, bad positions, or a reroll with no rolls left.
+        IllegalActionError: an unknown box, a bare number, bad positions, or a reroll with
+            no rolls left.
     """
     t = text.strip().lower()
+    if not t:
+        raise IllegalActionError("type a move: hold 134, reroll, or a box name (fives, fh, chance …)")
+    if t.lstrip("+-").isdigit():
+        raise IllegalActionError(
+            f"{t!r} is a number, not a move: type a box name (e.g. fives, 5s, fh) or hold {t} "
+            "to hold dice by position")
     if t in ("reroll", "r"):
         t = "hold "
     if t.startswith("hold") or t.startswith("h ") or t == "h":

@@ -1,0 +1,213 @@
+"""``yamblab serve``: the advice API and the browser client (FastAPI; OpenAPI docs at /docs).
+
+Endpoints (JSON; every request names its rule variant, defaulting to the server's first):
+
+=================================  ==========================================================
+``GET  /api/info``                 variants served (with their optimal expected score), agents,
+                                   Yamb oracles, the target-score table
+``POST /api/yahtzee/advice``       every legal keep and box of a position ranked by exact
+                                   expected final score, with the points each gives away
+``POST /api/yahtzee/grade``        a recorded game (decisions with their dice): loss per
+                                   decision, in total and by decision type
+``POST /api/yahtzee/replay``       a browser game: seeded dice plus the moves so far, graded
+``POST /api/yahtzee/agent/move``   a named agent's (or the checkpoint's) move in a position,
+                                   with its search values
+``POST /api/yahtzee/agent/game``   a whole agent game on the same seeded dice (to watch or race)
+``POST /api/yahtzee/target``       every action ranked by P(final ≥ target) (``--target``)
+``POST /api/yamb/advice``          the same for a Yamb single-column position (exact oracle)
+``POST /api/yamb/replay``          a Yamb single-column game in the browser
+=================================  ==========================================================
+
+A user's mistake (impossible dice or card, an unknown variant, an illegal move) is answered
+with 400 (or 422 for a malformed request) and ``{"detail": "<what is wrong>"}``; tables load
+once, at start-up, and are shared read-only, so one bad request never disturbs another.
+Sources: seed 002 (a JSON advice endpoint shared by a browser client and a robot), seed 003
+(a page that grades every hold and box a person picks).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from yamblab.errors import YamblabError
+from yamblab.platform.service import MAX_SEED, Service
+
+STATIC = Path(__file__).with_name("static")
+
+Card = Union[dict[str, int], str, None]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Hold(_Model):
+    """Keep the dice at these positions (1..5) and reroll the rest; ``[]`` rerolls all."""
+
+    hold: list[int] = Field(max_length=6)
+
+
+class Box(_Model):
+    """Score the dice in a box, by name (``full_house``, ``fh``, ``Full House`` …)."""
+
+    box: str = Field(max_length=40)
+
+
+class Row(_Model):
+    """Score the dice in a Yamb row by name (``null``: the next row of a down/up column)."""
+
+    row: Optional[str] = Field(..., max_length=40)
+
+
+Move = Union[Hold, Box]
+
+
+class Position(_Model):
+    """A Yahtzee position: the card so far, the dice in their order, the rolls left."""
+
+    rules: Optional[str] = Field(default=None, max_length=80, description="rule variant, e.g. 'forced' or 'free,no-yahtzee-bonus'")
+    card: Card = Field(default=None, description="{box name: points} or 'ones=3,full_house=25'")
+    yahtzee_bonuses: Optional[int] = Field(default=None, ge=0, le=12)
+    dice: list[int] = Field(min_length=1, max_length=10, description="the five faces, in order")
+    rolls_left: int = Field(ge=0, le=2, description="2 after the first roll, 0 after the last")
+
+
+class AdviceRequest(Position):
+    top: Optional[int] = Field(default=None, ge=1, le=500, description="return only the best N actions")
+
+
+class TargetRequest(AdviceRequest):
+    target: int = Field(ge=0, le=2000, description="the final score to reach")
+
+
+class AgentMoveRequest(Position):
+    agent: str = Field(max_length=40, description="oracle, greedy, random or checkpoint")
+
+
+class Decision(_Model):
+    dice: list[int] = Field(min_length=1, max_length=10)
+    rolls_left: int
+    move: Move
+
+
+class GradeRequest(_Model):
+    rules: Optional[str] = Field(default=None, max_length=80)
+    card: Card = Field(default=None, description="the card the game starts from (default: empty)")
+    yahtzee_bonuses: Optional[int] = Field(default=None, ge=0, le=12)
+    decisions: list[Decision] = Field(max_length=100)
+
+
+class ReplayRequest(_Model):
+    rules: Optional[str] = Field(default=None, max_length=80)
+    seed: int = Field(ge=0, le=MAX_SEED)
+    game: int = Field(default=0, ge=0, le=2**32)
+    moves: list[Move] = Field(default_factory=list, max_length=100)
+    advice: bool = False
+
+
+class AgentGameRequest(_Model):
+    rules: Optional[str] = Field(default=None, max_length=80)
+    seed: int = Field(ge=0, le=MAX_SEED)
+    game: int = Field(default=0, ge=0, le=2**32)
+    agent: str = Field(max_length=40)
+
+
+class YambAdviceRequest(_Model):
+    preset: str = Field(default="croatian", max_length=40)
+    column: Literal["down", "up", "free"] = "down"
+    scores: Optional[dict[str, int]] = Field(default=None, description="{row name: points} of filled rows")
+    dice: list[int] = Field(min_length=1, max_length=10)
+    roll: int = Field(ge=1, le=10, description="roll number this turn, 1-based")
+
+
+class YambReplayRequest(_Model):
+    preset: str = Field(default="croatian", max_length=40)
+    column: Literal["down", "up", "free"] = "down"
+    seed: int = Field(ge=0, le=MAX_SEED)
+    game: int = Field(default=0, ge=0, le=2**32)
+    moves: list[Union[Hold, Row]] = Field(default_factory=list, max_length=100)
+    advice: bool = False
+
+
+def _dump(m) -> dict:
+    return m.model_dump()
+
+
+def create_app(service: Service):
+    """The FastAPI app over a :class:`~yamblab.platform.service.Service` (its tables already loaded)."""
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse, RedirectResponse
+    from fastapi.staticfiles import StaticFiles
+
+    app = FastAPI(title="yamblab", description=__doc__.split("\n\n")[0], version="0.1.0")
+
+    @app.exception_handler(YamblabError)
+    async def _user_error(request: Request, exc: YamblabError):
+        return JSONResponse(status_code=400, content={"detail": str(exc)})
+
+    @app.get("/api/info")
+    def info() -> dict[str, Any]:
+        """Variants served, agents, Yamb oracles, target table."""
+        return service.info()
+
+    @app.post("/api/yahtzee/advice")
+    def yahtzee_advice(req: AdviceRequest) -> dict[str, Any]:
+        """Every legal keep and box ranked by exact expected final score."""
+        return service.advice(req.rules, req.card, req.dice, req.rolls_left, req.yahtzee_bonuses, req.top)
+
+    @app.post("/api/yahtzee/grade")
+    def yahtzee_grade(req: GradeRequest) -> dict[str, Any]:
+        """Grade a recorded game: points given away per decision, in total and by type."""
+        decisions = [{"dice": d.dice, "rolls_left": d.rolls_left, "move": _dump(d.move)} for d in req.decisions]
+        return service.grade_decisions(req.rules, decisions, req.card, req.yahtzee_bonuses)
+
+    @app.post("/api/yahtzee/replay")
+    def yahtzee_replay(req: ReplayRequest) -> dict[str, Any]:
+        """A seeded game with the moves so far, each graded; the position now."""
+        return service.replay(req.rules, req.seed, [_dump(m) for m in req.moves], req.game, req.advice)
+
+    @app.post("/api/yahtzee/agent/move")
+    def agent_move(req: AgentMoveRequest) -> dict[str, Any]:
+        """A named agent's move in a position, graded, with its search values."""
+        return service.agent_move(req.rules, req.agent, req.card, req.dice, req.rolls_left, req.yahtzee_bonuses)
+
+    @app.post("/api/yahtzee/agent/game")
+    def agent_game(req: AgentGameRequest) -> dict[str, Any]:
+        """A whole game of a named agent on the seeded dice, graded move by move."""
+        return service.agent_game(req.rules, req.agent, req.seed, req.game)
+
+    @app.post("/api/yahtzee/target")
+    def yahtzee_target(req: TargetRequest) -> dict[str, Any]:
+        """Every legal action ranked by P(final score ≥ target) under target-maximising play."""
+        return service.target_advice(req.rules, req.card, req.dice, req.rolls_left, req.target,
+                                     req.yahtzee_bonuses, req.top)
+
+    @app.post("/api/yamb/advice")
+    def yamb_advice(req: YambAdviceRequest) -> dict[str, Any]:
+        """Every action of a Yamb single-column position ranked by exact expected final score."""
+        return service.yamb_advice(req.preset, req.column, req.scores, req.dice, req.roll)
+
+    @app.post("/api/yamb/replay")
+    def yamb_replay(req: YambReplayRequest) -> dict[str, Any]:
+        """A seeded Yamb single-column game with the moves so far, each graded."""
+        return service.yamb_replay(req.preset, req.column, req.seed, [_dump(m) for m in req.moves],
+                                   req.game, req.advice)
+
+    @app.get("/", include_in_schema=False)
+    def index():
+        return RedirectResponse("/static/index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def run_server(service: Service, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve ``service`` with uvicorn until interrupted (prints the URL first)."""
+    import uvicorn
+
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    print(f"yamblab serve: open http://{shown}:{port}/  (API docs: http://{shown}:{port}/docs)", flush=True)
+    uvicorn.run(create_app(service), host=host, port=port, log_level="warning")

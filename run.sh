@@ -35,6 +35,20 @@ setup() {
   echo "$want" > "$stamp"
 }
 
+browser() {
+  # The browser tests drive Debian's Chromium with Selenium (no browser download from the web).
+  if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing Chromium and chromedriver for the browser tests"
+    if apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; then
+      return 0
+    fi
+  fi
+  echo "== no Chromium: the browser tests will be skipped (apt-get install chromium chromium-driver)"
+}
+
 cmd="${1:-main}"
 shift || true
 case "$cmd" in
@@ -48,6 +62,7 @@ case "$cmd" in
     ;;
   test)
     setup
+    browser
     exec "$PY" -m pytest -q "$@"
     ;;
   setup)

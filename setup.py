@@ -43,6 +43,7 @@ extensions = [
     Extension("yamblab.oracle._kernels", ["yamblab/oracle/_kernels.pyx"], **common),
     Extension("yamblab.games.yamb._engine", ["yamblab/games/yamb/_engine.pyx"], **common),
     Extension("yamblab.oracle._yamb_free", ["yamblab/oracle/_yamb_free.pyx"], **common),
+    Extension("yamblab.oracle._target", ["yamblab/oracle/_target.pyx"], **common),
 ]
 
 setup(ext_modules=cythonize(extensions, include_path=["yamblab/games"],

@@ -98,3 +98,39 @@ def test_widths_bound_the_points_left():
     assert _target.max_points_left(4095, 0, True, True) == 50  # only the Yahtzee box open
     assert size == int((wid * np.array([min(63, sum(5 * (f + 1) for f in range(6) if (m >> f) & 1)) + 1
                                         for m in range(4096) for _ in range(3)])).sum())
+
+
+def test_served_target_advice_and_its_mistakes(official_table):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    from yamblab.platform.serve import create_app
+    from yamblab.platform.service import Service
+
+    table, off, wid = _target.solve(0, True, True, S, 0, None, 11)
+    t = TargetTable(OFFICIAL, S, table, off, wid)
+    client = TestClient(create_app(Service(["forced"], yamb_presets=(), target=t)), raise_server_exceptions=False)
+    # a table of another variant is refused by name (the same numbers, labelled 'free')
+    other = TestClient(create_app(Service(["forced"], yamb_presets=(),
+                                          target=TargetTable(YahtzeeRules.parse("free"), S, table, off, wid))))
+    card = {b: 0 for b in ("ones", "twos", "threes", "fours", "fives", "three_of_a_kind", "four_of_a_kind",
+                           "full_house", "small_straight", "large_straight")}
+    card |= {"ones": 3, "twos": 6, "threes": 9, "fours": 12, "fives": 10, "yahtzee": 50}
+    so_far = 90
+    pos = {"card": card, "dice": [6, 6, 1, 2, 3], "rolls_left": 1, "target": so_far + 60}
+    r = client.post("/api/yahtzee/target", json=pos)
+    assert r.status_code == 200, r.text
+    acts = r.json()["actions"]
+    state = BoundaryState(filled=0x1FFF & ~((1 << 5) | (1 << 12)), upper=40, yahtzee_fifty=True)
+    ref = t.advise(state, [6, 6, 1, 2, 3], 1, 60)
+    assert [a["label"] for a in acts] == [a.label for a in ref]
+    assert acts[0]["probability"] == pytest.approx(ref[0].probability)
+    assert all("expected_final" in a for a in acts)
+    r = other.post("/api/yahtzee/target", json=pos)
+    assert r.status_code == 400 and "built for rules free, not forced" in r.json()["detail"]
+    for bad, words in [({"target": so_far + S + 1}, "answers up to"), ({"rules": "free"}, "not served here"),
+                       ({"target": -5}, None), ({"dice": [6, 6, 1, 2]}, "exactly 5")]:
+        r = client.post("/api/yahtzee/target", json=pos | bad)
+        assert 400 <= r.status_code < 500 and (words is None or words in r.json()["detail"])

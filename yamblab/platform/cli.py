@@ -235,15 +235,17 @@ def serve(
     rules: list[str] = typer.Option(["forced"], help=RULES_HELP + " Repeat to serve several."),
     checkpoint: Optional[str] = typer.Option(None, help="A trained checkpoint, served as agent 'checkpoint'."),
     yamb_free: bool = typer.Option(False, help="Also build the free-column Yamb oracle (about 20 s, 150 MB)."),
-    target: bool = typer.Option(False, help="Also load (or build) the target-score table of the first variant."),
+    target: bool = typer.Option(False, help="Also load (or build: minutes, once) the target-score table of "
+                                            "the first variant: advice that maximises P(final >= T)."),
+    target_max: int = typer.Option(300, min=1, max=2000, help="Largest target the target-score table answers."),
 ):
     """Serve the advice API (docs at /docs) and the browser client; prints the URL."""
     from yamblab.platform.serve import run_server
     from yamblab.platform.service import Service
 
     typer.echo("loading tables …")
-    run_server(Service(rules, checkpoint=checkpoint, yamb_free=yamb_free, target=target, progress=True),
-               host, port)
+    run_server(Service(rules, checkpoint=checkpoint, yamb_free=yamb_free, target=target,
+                       target_max_points=target_max, progress=True), host, port)
 
 
 def _parse_sets(sets: list[str]) -> dict:

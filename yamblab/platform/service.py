@@ -109,8 +109,9 @@ class Service:
             0.7 s each).
         yamb_free: also build the free-column oracle of each Yamb preset (about 20 s and
             150 MB each).
-        target: also build or load the target-score table of the first variant
-            (:mod:`yamblab.oracle.target`).
+        target: ``True``: also load (or build: minutes) the target-score table of the first
+            variant (:mod:`yamblab.oracle.target`) answering up to ``target_max_points``
+            points still needed; or a :class:`~yamblab.oracle.target.TargetTable` to serve.
 
     Raises:
         UnknownVariantError: an unknown variant or preset.
@@ -118,7 +119,8 @@ class Service:
     """
 
     def __init__(self, rules=("forced",), checkpoint: str | None = None, yamb_presets=("croatian",),
-                 yamb_free: bool = False, target: bool = False, progress: bool = False):
+                 yamb_free: bool = False, target=False, target_max_points: int = 300,
+                 progress: bool = False):
         from pathlib import Path
 
         parsed = [r if isinstance(r, YahtzeeRules) else YahtzeeRules.parse(r) for r in rules]
@@ -142,10 +144,12 @@ class Service:
 
                 self.yamb[(preset, "free")] = FreeColumnOracle(preset)
         self.target = None
-        if target:
+        if target is True:
             from yamblab.oracle.target import TargetTable
 
-            self.target = TargetTable.get(parsed[0], progress=progress)
+            self.target = TargetTable.get(parsed[0], target_max_points, progress=progress)
+        elif target:
+            self.target = target      # a TargetTable built elsewhere
 
     # ------------------------------------------------------------------ look-ups
     def table(self, rules: str | None) -> OracleTable:

@@ -15,8 +15,21 @@ CRO = get_preset("croatian")
 def _reference_placements(b, i):
     r = b.rules
     ann = int(b.announced[i])
-    boxes = legal_boxes(r, b.card[i].tolist(), int(b.rolls_used[i]), None if ann < 0 else ann)
+    boxes = legal_boxes(r, b.card[i].tolist(), int(b.rolls_used[i]), None if ann < 0 else ann,
+                        pure=bool(b.pure[i]))
     return {c * r.n_rows + row for c, row in boxes}
+
+
+def _compulsory(b, i):
+    """Whether announcing is compulsory in game i now (the engine then refuses placements)."""
+    r = b.rules
+    if int(b.rolls_used[i]) != 1 or int(b.announced[i]) >= 0 or r.announce_column < 0:
+        return False
+    card = b.card[i]
+    if r.announce_compulsory == "always":
+        return bool((card[r.announce_column] < 0).any())
+    rest = [c for c, k in enumerate(r.columns) if k not in ("announce", "hand")]
+    return not (card[rest] < 0).any()
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
@@ -24,6 +37,7 @@ def test_random_play_matches_reference_step_by_step(preset):
     r = get_preset(preset)
     b = new_yamb_batch(12, r, seed=7)
     step = 0
+    prev_act = np.full(b.n, -1)
     while not b.done.all():
         legal = b.legal_actions()
         acts = b.core.random_actions(99, step)
@@ -36,14 +50,20 @@ def test_random_play_matches_reference_step_by_step(preset):
             ref = _reference_placements(b, i)
             # The engine may refuse a placement the order allows only when announcing is compulsory.
             assert placements <= ref
-            if int(b.announced[i]) < 0 and int(b.rolls_used[i]) > 1:
+            if not _compulsory(b, i):
                 assert placements == ref
+            # The pure flag: set by the first roll and by a reroll of every die (hold mask 0).
+            if int(b.rolls_used[i]) == 1:
+                assert b.pure[i] == 1
+            elif step and prev_act[i] >= b.hold_offset and prev_act[i] < b.announce_offset:
+                assert b.pure[i] == (prev_act[i] == b.hold_offset)
         b.step(acts)
         for i in np.flatnonzero(acts < b.n_placements):
             if acts[i] < 0:
                 continue
             c, row = divmod(int(acts[i]), r.n_rows)
             assert b.card[i, c, row] == row_score(r, row, dice[i].tolist(), int(ru[i]))
+        prev_act = acts
         step += 1
     assert (b.card >= 0).all()
     for i in range(b.n):

@@ -25,7 +25,9 @@ Yamb (:func:`encode_yamb`) uses columns 0..C-1 in card order with its rows in ca
 128..159 (5 dice) or 128..191 (6 dice), and announcements 192 + row. The joker slots 28..31 are
 Yahtzee's; in a Yamb position (``game_is_yahtzee`` = 0) the same four slots carry Yamb's variant
 flags instead (:data:`YAMB_STATE_FLAGS`): straights by roll, a Yamb counts as a full house, the
-middle term is clamped at 0, the last turn has extra rolls.
+middle term is clamped at 0, the last turn has extra rolls; and Yahtzee's bonus slot 27 carries
+whether the current roll may be written in the announce column unannounced (a pure roll under
+``announce_free_on_pure_roll``).
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def encode_yahtzee(batch, rules) -> EncodedBatch:
 
     Args:
         batch: the engine (n games).
-        rules: its :class:`~yamblab.games.yahtzee.YahtzeeRules`.
+        rules: its :class:`~yamblab.games.yahtzee.rules.YahtzeeRules`.
 
     Returns:
         :class:`EncodedBatch` of n positions (finished games get an all-False legal mask).
@@ -145,8 +147,13 @@ def encode_yahtzee(batch, rules) -> EncodedBatch:
 
 
 # ----------------------------------------------------------------------------- Yamb
-#: In a Yamb position, state slots 28..31 (Yahtzee's joker one-hot) hold these flags.
+#: In a Yamb position, state slots 27 (Yahtzee's bonus flag) and 28..31 (Yahtzee's joker
+#: one-hot) hold these flags. ``pure_roll_free``: 1 when the rules have
+#: ``announce_free_on_pure_roll`` and the current roll threw every die (the first roll, or a
+#: reroll of all the dice), so the announce column may be written without an announcement
+#: (unless announcing is compulsory then; the legal mask shows that).
 YAMB_STATE_FLAGS = {
+    "pure_roll_free": 27,
     "straight_by_roll": 28,
     "yamb_is_full": 29,
     "middle_clamp": 30,
@@ -162,11 +169,13 @@ def encode_yamb(batch, rules=None) -> EncodedBatch:
     sum / 60, the gap to the upper threshold / 60, the middle term Ones × (Max − Min) / 60
     (0 until Ones, Max and Min are filled), the Ones box (the number of ones) / 5. State:
     rolls left (one-hot), roll number / rolls allowed this turn, the announced row (one-hot,
-    slot 23 = none), ``n_dice_6``, ``upper_bonus_on``, and :data:`YAMB_STATE_FLAGS`.
+    slot 23 = none), ``n_dice_6``, ``upper_bonus_on``, and :data:`YAMB_STATE_FLAGS` (slot 27:
+    a pure roll the announce column may take unannounced; read from ``batch.pure`` when the
+    batch has it, else the first roll of a turn).
 
     Args:
         batch: the engine (n games).
-        rules: its :class:`~yamblab.games.yamb.YambRules` (default ``batch.rules``).
+        rules: its :class:`~yamblab.games.yamb.rules.YambRules` (default ``batch.rules``).
 
     Returns:
         :class:`EncodedBatch` of n positions (finished games get an all-False legal mask).
@@ -207,6 +216,11 @@ def encode_yamb(batch, rules=None) -> EncodedBatch:
     enc.state[:, 29] = float(rules.yamb_is_full)
     enc.state[:, 30] = float(rules.middle_clamp)
     enc.state[:, 31] = float(rules.last_turn_rolls > rules.rolls)
+    if rules.announce_free_on_pure_roll and rules.announce_column >= 0:
+        # Positions without a pure flag (e.g. search leaves) count only the first roll as pure.
+        pure = getattr(batch, "pure", None)
+        pure = (ru == 1) if pure is None else (np.asarray(pure) != 0)
+        enc.state[:, 27] = np.where(done | (ann >= 0), 0.0, pure.astype(np.float32))
     legal = batch.legal_actions()
     shared = yamb_action_to_shared(rules, np.arange(legal.shape[1]))
     enc.legal[:, shared] = legal

@@ -6,6 +6,10 @@ Use :func:`yamblab.games.yamb.engine.new_yamb_batch`, which builds the rule tabl
 ``c * R + r`` scores box (c, r); ``C*R + h`` rerolls the dice not held by hold mask ``h``
 (0 .. 2**n - 1); ``C*R + 2**n + r`` announces row ``r`` of the announce column.
 
+With ``pure_free`` (``YambRules.announce_free_on_pure_roll``) the open boxes of the announce
+column are also legal without an announcement after a *pure* roll (the first roll, or a reroll
+of every die, hold mask 0) while some box outside the announce and hand columns is open.
+
 Dice are counter-based: the face on slot ``d`` at roll ``j`` of turn ``t`` of game ``g`` is a
 fixed function of ``(seed, g, t, j, d)``, so every agent sees the same dice.
 """
@@ -44,16 +48,18 @@ cdef class YambCore:
     Arrays (numpy views): ``dice`` int8 (n, n_dice); ``rolls_used`` int8 (n,) rolls made this
     turn (1..); ``rolls_max`` int8 (n,) rolls allowed this turn; ``turn`` int16 (n,)
     (``n_turns`` when done); ``card`` int16 (n, C, R), -1 while open; ``announced`` int8
-    (n,) announced row or -1; ``col_total`` int32 (n, C); ``total`` int32 (n,) points so far.
+    (n,) announced row or -1; ``pure`` int8 (n,) 1 when the current roll threw every die (the
+    first roll, or a reroll with hold mask 0); ``col_total`` int32 (n, C); ``total`` int32
+    (n,) points so far.
     """
 
     cdef readonly int n, C, R, nd, A, P, H, rolls, last_rolls, n_turns, ann_col, mode
-    cdef readonly int threshold, bonus, clamp, max_rolls
+    cdef readonly int threshold, bonus, clamp, max_rolls, pure_free
     cdef readonly uint64_t seed, first_game
-    cdef readonly cnp.ndarray dice, rolls_used, rolls_max, turn, card, announced, col_total, total
+    cdef readonly cnp.ndarray dice, rolls_used, rolls_max, turn, card, announced, col_total, total, pure
     cdef readonly cnp.ndarray kinds, score_tab, code_to_roll
     cdef int8_t[:, ::1] _dice
-    cdef int8_t[::1] _ru, _rm, _ann
+    cdef int8_t[::1] _ru, _rm, _ann, _pure
     cdef int16_t[::1] _turn
     cdef int16_t[:, :, ::1] _card
     cdef int32_t[:, ::1] _ct
@@ -64,7 +70,7 @@ cdef class YambCore:
 
     def __init__(self, int n, kinds, int R, int n_dice, int rolls, int last_rolls, int ann_mode,
                  int threshold, int bonus, bint clamp, score_tab, code_to_roll,
-                 uint64_t seed=0, uint64_t first_game=0):
+                 uint64_t seed=0, uint64_t first_game=0, bint pure_free=False):
         if n < 0:
             raise ValueError(f"number of games {n} must not be negative")
         self.n = n
@@ -80,6 +86,7 @@ cdef class YambCore:
         self.threshold = threshold
         self.bonus = bonus
         self.clamp = clamp
+        self.pure_free = pure_free
         self.P = self.C * R
         self.H = 1 << n_dice
         self.A = self.P + self.H + R
@@ -98,12 +105,14 @@ cdef class YambCore:
         self.turn = np.zeros(n, dtype=np.int16)
         self.card = np.full((n, self.C, R), -1, dtype=np.int16)
         self.announced = np.full(n, -1, dtype=np.int8)
+        self.pure = np.zeros(n, dtype=np.int8)
         self.col_total = np.zeros((n, self.C), dtype=np.int32)
         self.total = np.zeros(n, dtype=np.int32)
         self._dice = self.dice
         self._ru = self.rolls_used
         self._rm = self.rolls_max
         self._ann = self.announced
+        self._pure = self.pure
         self._turn = self.turn
         self._card = self.card
         self._ct = self.col_total
@@ -123,6 +132,7 @@ cdef class YambCore:
         self._ru[i] = 1
         self._rm[i] = self.last_rolls if self._turn[i] == self.n_turns - 1 else self.rolls
         self._ann[i] = -1
+        self._pure[i] = 1
 
     cdef inline int _roll_index(self, Py_ssize_t i) noexcept nogil:
         cdef int cnt[7]
@@ -161,7 +171,7 @@ cdef class YambCore:
         cdef int a, c, r, k, lo, hi, n_legal = 0
         cdef int ru = self._ru[i], ann = self._ann[i]
         cdef bint first = ru == 1
-        cdef bint must_announce = False
+        cdef bint must_announce = False, free_rest
         for a in range(self.A):
             o[a] = 0
         if self._turn[i] >= self.n_turns:
@@ -224,10 +234,18 @@ cdef class YambCore:
                         o[c * self.R + hi] = 1
             for a in range(self.P):
                 n_legal += o[a]
-            if ru < self._rm[i] and self._can_reroll_unannounced(i):
+            free_rest = self._can_reroll_unannounced(i)
+            if ru < self._rm[i] and free_rest:
                 for a in range(self.H):
                     o[self.P + a] = 1
                 n_legal += self.H
+            # A pure roll may be written in the announce column unannounced while announcing
+            # is not compulsory (the condition of an unannounced reroll).
+            if self.pure_free and self._pure[i] and free_rest and self.ann_col >= 0:
+                for r in range(self.R):
+                    if self._card[i, self.ann_col, r] < 0:
+                        o[self.ann_col * self.R + r] = 1
+                        n_legal += 1
         if first and self.ann_col >= 0:
             for r in range(self.R):
                 if self._card[i, self.ann_col, r] < 0:
@@ -320,6 +338,7 @@ cdef class YambCore:
                 if not (a >> s) & 1:
                     self._dice[i, s] = die_face(self.seed, self.first_game + i, self._turn[i], j, s)
             self._ru[i] += 1
+            self._pure[i] = 1 if a == 0 else 0
         else:
             self._ann[i] = a - self.P - self.H
 
@@ -353,6 +372,7 @@ cdef class YambCore:
             self._ru[i] = 0
             self._rm[i] = 0
             self._ann[i] = -1
+            self._pure[i] = 0
 
     def random_actions(self, uint64_t seed, int step):
         """A uniformly random legal action per game (-1 for finished games), int64 (n,).
@@ -381,8 +401,11 @@ cdef class YambCore:
                         k += 1
         return out
 
-    def set_state(self, Py_ssize_t i, card, dice, int turn, int rolls_used, int announced):
-        """Put game ``i`` in a given position (for tests and advice); totals are recomputed."""
+    def set_state(self, Py_ssize_t i, card, dice, int turn, int rolls_used, int announced, pure=None):
+        """Put game ``i`` in a given position (for tests and advice); totals are recomputed.
+
+        ``pure``: whether the current roll threw every die; ``None`` means ``rolls_used == 1``.
+        """
         cdef int c, r, s
         arr = np.asarray(card, dtype=np.int16)
         for c in range(self.C):
@@ -394,6 +417,7 @@ cdef class YambCore:
         self._ru[i] = rolls_used
         self._rm[i] = self.last_rolls if turn == self.n_turns - 1 else self.rolls
         self._ann[i] = announced
+        self._pure[i] = (rolls_used == 1) if pure is None else bool(pure)
         self._total[i] = 0
         for c in range(self.C):
             self._ct[i, c] = self._column_total(i, c)

@@ -48,6 +48,9 @@ class YambBatch:
     ``rolls_used`` int8 (n,) (1 after the first roll); ``rolls_max`` int8 (n,) rolls allowed
     this turn; ``turn`` int16 (n,) (``rules.n_turns`` when done); ``card`` int16 (n, C, R)
     box scores in points, -1 while open; ``announced`` int8 (n,) announced row or -1;
+    ``pure`` int8 (n,) 1 when the current roll threw every die (the first roll, or a reroll
+    with hold mask 0: with ``rules.announce_free_on_pure_roll`` the announce column may then
+    be written unannounced);
     ``col_total`` int32 (n, C) and ``total`` int32 (n,) points so far, bonuses included.
 
     Raises:
@@ -66,7 +69,8 @@ class YambBatch:
         self.core = YambCore(int(n), kinds, rules.n_rows, rules.n_dice, rules.rolls,
                              rules.last_turn_rolls, ANNOUNCE_MODES.index(rules.announce_compulsory),
                              rules.upper_bonus_threshold, rules.upper_bonus, rules.middle_clamp,
-                             score_table(rules), t.code_to_roll, int(seed), int(first_game))
+                             score_table(rules), t.code_to_roll, int(seed), int(first_game),
+                             rules.announce_free_on_pure_roll)
         c = self.core
         self.n = c.n
         self.n_placements = c.P
@@ -76,6 +80,7 @@ class YambBatch:
         self.n_actions = c.A
         self.dice, self.rolls_used, self.rolls_max, self.turn = c.dice, c.rolls_used, c.rolls_max, c.turn
         self.card, self.announced, self.col_total, self.total = c.card, c.announced, c.col_total, c.total
+        self.pure = c.pure
 
     @property
     def done(self) -> np.ndarray:
@@ -164,7 +169,15 @@ class YambBatch:
         elif ann >= 0:
             why = f"{ROW_LABELS[r.rows[ann]]} was announced and must be scored in the announce column"
         elif kind == "announce":
-            why = "a box of the announce column needs an announcement after the first roll"
+            if not r.announce_free_on_pure_roll:
+                why = "a box of the announce column needs an announcement after the first roll"
+            elif not int(self.pure[i]):
+                why = ("a box of the announce column needs an announcement after the first roll, "
+                       "or a pure roll (every die thrown at once: the first roll, or a reroll "
+                       "of all the dice); this roll kept some dice")
+            else:
+                why = ("announcing is compulsory now (no other box could take a later roll), so "
+                       "the announce column takes no unannounced pure roll")
         elif kind == "hand":
             why = "the hand column takes only the first roll"
         elif kind in ("down", "up", "from_middle", "to_middle"):

@@ -36,7 +36,11 @@ Columns (:data:`COLUMN_KINDS`):
 ``down``          top to bottom (Ones first);  ``up``: bottom to top (the last row first)
 ``free``          any order
 ``announce``      a row is announced after the first roll (never after a later roll) and must
-                  then be scored there, 0 if not made; it may be scored at any roll after that
+                  then be scored there, 0 if not made; it may be scored at any roll after that.
+                  With ``announce_free_on_pure_roll`` any open box of the column may also be
+                  written without an announcement after a **pure** roll: one where all the dice
+                  were thrown at once (the first roll, or a reroll of every die), unless
+                  announcing is compulsory then
 ``hand``          scored from the first roll only (no reroll that turn)
 ``from_middle``   Max upward (Max, Sixes, …, Ones) and Min downward (Min, then the first
                   combination row, …, the last row): two fronts
@@ -71,6 +75,9 @@ STRAIGHT_MODES = ("fixed", "by_roll")
 ONES_ROW, MAX_ROW, MIN_ROW = 0, 6, 7
 MAX_COLUMNS, MAX_ROWS, MAX_ROLLS = 8, 16, 6
 
+#: Rule fields added after the first release, with the default that leaves them out of the key.
+_LATE_FIELDS = {"announce_free_on_pure_roll": False}
+
 #: The default row set of the Croatian 13-row card.
 CROATIAN_ROWS = FIXED_ROWS + ("straight", "trips", "full", "poker", "yamb")
 
@@ -95,6 +102,12 @@ class YambRules:
         upper_bonus_threshold, upper_bonus: the upper bonus (points) per column.
         middle_clamp: whether Ones × (Max − Min) is clamped at 0.
         announce_compulsory: ``"rest_full"`` or ``"always"`` (module docstring).
+        announce_free_on_pure_roll: whether the announce column may also be written without an
+            announcement after a pure roll (all dice thrown at once: the first roll, or a
+            reroll of every die), while announcing is not compulsory (module docstring). Source:
+            JambNeuralNetwork's ``jamb_jax.py`` / ``jamb_logic.py`` (the ``pure_hand`` flag).
+            It has no effect on a card without an announce column; with
+            ``announce_compulsory="always"`` it could never apply and is refused.
 
     Raises:
         ConfigError: a contradictory or out-of-range field (the message names it).
@@ -121,6 +134,7 @@ class YambRules:
     upper_bonus: int = 30
     middle_clamp: bool = True
     announce_compulsory: str = "rest_full"
+    announce_free_on_pure_roll: bool = False
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
@@ -138,6 +152,10 @@ class YambRules:
                 raise ConfigError(f"{k}={v} must not be negative")
         set_("yamb_is_full", bool(self.yamb_is_full))
         set_("middle_clamp", bool(self.middle_clamp))
+        v = self.announce_free_on_pure_roll
+        if isinstance(v, str) or v not in (True, False):
+            raise ConfigError(f"announce_free_on_pure_roll={v!r} must be true or false")
+        set_("announce_free_on_pure_roll", bool(v))
         if self.n_dice not in (5, 6):
             raise ConfigError(f"n_dice={self.n_dice}: Yamb is played with 5 or 6 dice")
         if not 1 <= self.rolls <= MAX_ROLLS:
@@ -175,6 +193,10 @@ class YambRules:
         if self.announce_compulsory == "always" and "announce" not in self.columns:
             raise ConfigError("announce_compulsory='always' but the card has no announce column "
                               "to announce in")
+        if self.announce_compulsory == "always" and self.announce_free_on_pure_roll:
+            raise ConfigError("announce_free_on_pure_roll=true can never apply with "
+                              "announce_compulsory='always' (every turn starts with an "
+                              "announcement); use 'rest_full' or drop the rule")
         # Straights.
         if self.straight_scoring not in STRAIGHT_MODES:
             raise UnknownVariantError(f"straight_scoring={self.straight_scoring!r}; "
@@ -230,12 +252,18 @@ class YambRules:
 
     @property
     def key(self) -> str:
-        """Canonical text of every rule field (``name`` excluded)."""
+        """Canonical text of every rule field (``name`` excluded).
+
+        A field added after the first release (:data:`_LATE_FIELDS`) is written only when it
+        differs from its default, so the digests of the earlier rule sets stay what they were.
+        """
         parts = []
         for f in fields(self):
             if f.name == "name":
                 continue
             v = getattr(self, f.name)
+            if f.name in _LATE_FIELDS and v == _LATE_FIELDS[f.name]:
+                continue
             if isinstance(v, tuple):
                 v = ",".join(str(x) for x in v)
             elif isinstance(v, bool):
@@ -280,6 +308,28 @@ PRESETS: dict[str, YambRules] = {
         rows=FIXED_ROWS + ("straight", "full", "poker", "yamb"),
         columns=("down", "up", "free", "announce", "hand", "from_middle", "to_middle"),
         straight_scoring="by_roll", middle_clamp=False),
+    # Source: the rules of the JambNeuralNetwork PPO agent (github.com/filipivanovski42/
+    # JambNeuralNetwork, files jamb_jax.py and jamb_logic.py; its jamb_crazyandfast_100k_report.md
+    # reports a mean of 1722.09, SD 107.02, over 100,000 games): 6 dice (NUM_DICE); columns
+    # down, free, up, announce (COL_DOWN … COL_ANNOUNCE) × 13 rows 1–6, Max, Min, Trips,
+    # Straight, Full, Poker, Yamb (ROW_TRIPS = 8 comes before ROW_STRAIGHT = 9); number rows
+    # count at most 5 dice (score_numbers); Max = total − lowest die, Min = total − highest
+    # (score_max, score_min: the best 5 of 6); Trips 3v + 20; straight 1–5 = 45, 2–6 = 50 (the
+    # large one when both); Full 3a + 2b + 40 (a ≠ b, so a Yamb is no Full); Poker 4v + 50;
+    # Yamb 5v + 60; +30 when the upper sum is ≥ 60; middle term max(Max − Min, 0) × Ones
+    # (calculate_total_score); 3 rolls, 5 when one box is left (commit_move); announce only
+    # after the first roll (current_roll_count == 1); the announce column may be written
+    # without announcing after a "pure" roll (pure_hand: the first roll, or a reroll keeping
+    # no die); announcing is forced at the first roll once only announce boxes are open
+    # (get_action_mask: force_announce, which also withholds the pure-roll write).
+    "jamb_nn": YambRules(
+        name="jamb_nn", n_dice=6, rolls=3, last_turn_rolls=5,
+        rows=FIXED_ROWS + ("trips", "straight", "full", "poker", "yamb"),
+        columns=("down", "free", "up", "announce"),
+        trips_bonus=20, full_bonus=40, poker_bonus=50, yamb_bonus=60,
+        straight_scoring="fixed", small_straight=45, large_straight=50, yamb_is_full=False,
+        upper_bonus_threshold=60, upper_bonus=30, middle_clamp=True,
+        announce_compulsory="rest_full", announce_free_on_pure_roll=True),
 }
 DEFAULT_PRESET = "croatian"
 
@@ -447,17 +497,37 @@ def column_next_rows(kind: str, open_rows) -> list[int]:
     return sorted(out)
 
 
-def legal_boxes(rules: YambRules, card, roll: int, announced: int | None) -> list[tuple[int, int]]:
+def legal_boxes(rules: YambRules, card, roll: int, announced: int | None,
+                pure: bool | None = None) -> list[tuple[int, int]]:
     """Boxes ``(column, row)`` where the dice may be scored now (reference for the engine).
 
     Args:
         card: columns × rows of scores (open = negative or ``None``).
         roll: the roll number of the turn (1-based).
         announced: the announced row of the announce column, or ``None``.
+        pure: whether the current roll threw all the dice at once (the first roll, or a
+            reroll of every die); ``None`` means ``roll == 1``. It matters only with
+            ``rules.announce_free_on_pure_roll``: the open boxes of the announce column are
+            then legal without an announcement, provided announcing is not compulsory, i.e.
+            some box outside the announce and hand columns is open (JambNeuralNetwork's
+            ``jamb_jax.py``: ``get_valid_score_mask`` and the forced announcement of
+            ``get_action_mask``).
 
     Returns:
         list of (column, row), column-major.
+
+    Raises:
+        ConfigError: a card of the wrong shape.
     """
+    if len(card) != rules.n_columns or any(len(col) != rules.n_rows for col in card):
+        raise ConfigError(f"a card has {rules.n_columns} columns of {rules.n_rows} rows")
+    if pure is None:
+        pure = int(roll) == 1
+    pure_free = False
+    if rules.announce_free_on_pure_roll and pure and announced is None:
+        pure_free = any(x is None or int(x) < 0
+                        for c, kind in enumerate(rules.columns) if kind not in ("announce", "hand")
+                        for x in card[c])
     out = []
     for c, kind in enumerate(rules.columns):
         col = card[c]
@@ -467,6 +537,8 @@ def legal_boxes(rules: YambRules, card, roll: int, announced: int | None) -> lis
                 out.append((c, announced))
             continue
         if kind == "announce":
+            if pure_free:
+                out.extend((c, r) for r, o in enumerate(open_rows) if o)
             continue
         if kind == "hand" and roll != 1:
             continue

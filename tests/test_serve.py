@@ -293,3 +293,13 @@ def test_terminal_play_refuses_bare_numbers():
     with pytest.raises(IllegalActionError, match="box name"):
         parse_move("5", 2)
     assert parse_move("fives", 0) == 4 and parse_move("hold 5", 1) == 13 + 16
+
+
+def test_docs_and_the_page_are_served(client):
+    assert client.get("/docs").status_code == 200
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/api/yahtzee/advice", "/api/yahtzee/grade", "/api/yahtzee/agent/move", "/api/yamb/advice",
+            "/api/yahtzee/target"} <= set(paths)
+    page = client.get("/", follow_redirects=True)
+    assert page.status_code == 200 and "yamblab" in page.text
+    assert client.get("/static/app.js").status_code == 200

@@ -303,3 +303,24 @@ def test_docs_and_the_page_are_served(client):
     page = client.get("/", follow_redirects=True)
     assert page.status_code == 200 and "yamblab" in page.text
     assert client.get("/static/app.js").status_code == 200
+
+
+def test_advise_command_knows_the_variant(official_table):
+    from typer.testing import CliRunner
+
+    from yamblab.platform.cli import app
+
+    run = CliRunner().invoke
+    r = run(app, ["advise", "--dice", "11346", "--card", "5=20"])
+    assert r.exit_code == 2 and "not a number" in r.output
+    r = run(app, ["advise", "--dice", "11346", "--rules", "forced,no-yahtzee-bonus",
+                  "--card", "yahtzee=50,ones=5,yahtzee_bonuses=1"])
+    assert r.exit_code == 2 and "pay none" in r.output
+    upper = "ones=3,twos=6,threes=9,fours=12,fives=15,sixes=18"
+    best = {}
+    for rules in ("forced", "forced,no-upper-bonus"):
+        r = run(app, ["advise", "--dice", "11346", "--card", upper, "--rules", rules, "--top", "1"])
+        assert r.exit_code == 0, r.output
+        best[rules] = float(r.output.splitlines()[1].split()[-2])
+    # the 35-point bonus is on the card only where the variant pays it
+    assert best["forced"] - best["forced,no-upper-bonus"] > 30

@@ -324,3 +324,28 @@ def test_advise_command_knows_the_variant(official_table):
         best[rules] = float(r.output.splitlines()[1].split()[-2])
     # the 35-point bonus is on the card only where the variant pays it
     assert best["forced"] - best["forced,no-upper-bonus"] > 30
+
+
+@pytest.mark.slow
+def test_a_checkpoint_is_served_as_an_agent_with_its_search_values(tmp_path, official_table):
+    torch = pytest.importorskip("torch")
+    from yamblab.learners.checkpoint import save_checkpoint
+    from yamblab.learners.config import TrainConfig
+    from yamblab.learners.learner import Learner
+    from yamblab.model.config import ModelConfig
+
+    torch.manual_seed(0)
+    path = save_checkpoint(tmp_path / "net.ckpt",
+                           Learner(ModelConfig.preset("tiny"), TrainConfig(batch_size=8, epochs=1)).state_dict())
+    client = TestClient(create_app(Service(["forced"], checkpoint=str(path), yamb_presets=())),
+                        raise_server_exceptions=False)
+    assert "checkpoint" in client.get("/api/info").json()["agents"]
+    r = client.post("/api/yahtzee/agent/move", json={"agent": "checkpoint", "dice": [2, 2, 5, 6, 6],
+                                                     "rolls_left": 2, "card": {"chance": 20}})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    vals = body["values"]
+    assert body["move"] == vals[0]["move"] and body["loss"] >= 0
+    assert len(vals) == 12 + len({tuple(sorted(v["move"]["hold"])) for v in vals if "hold" in v["move"]})
+    with pytest.raises(Exception, match="no checkpoint file"):
+        Service(["forced"], checkpoint=str(tmp_path / "missing.ckpt"), yamb_presets=())

@@ -47,7 +47,7 @@ def test_mean_ci():
 
 
 def test_unknown_agent_and_illegal_agent(official_table):
-    with pytest.raises(UnknownVariantError, match="unknown agent"):
+    with pytest.raises(UnknownVariantError, match="unknown yahtzee agent"):
         make_agent("nobody", OFFICIAL)
 
     class Cheat:

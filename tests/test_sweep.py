@@ -86,8 +86,8 @@ def test_bad_run_config_names_file_and_key(tmp_path):
     p.write_text("name: x\nrules: strict\n")
     with pytest.raises(ConfigError, match="rules.*strict"):
         load_run_config(p)
-    p.write_text("preset: huge\n")
-    with pytest.raises(ConfigError, match="preset"):
+    p.write_text("size: huge\n")
+    with pytest.raises(ConfigError, match="size"):
         load_run_config(p)
 
 

@@ -1,7 +1,8 @@
-"""The agent interface and the registry of named Yahtzee agents.
+"""The agent interface and the one registry of named agents, keyed by game.
 
-An agent looks at a batch of games and returns one action per game in the engine's
-45-action space (0..12 score a box, 13 + h reroll the dice not held by hold mask h).
+An agent looks at a batch of games (a :class:`~yamblab.games.protocol.Game`'s batch) and
+returns one action per game in that engine's own action space (Yahtzee: 0..12 score a box,
+13 + h reroll the dice not held by hold mask h; Yamb: see :mod:`yamblab.games.yamb.engine`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from yamblab.errors import UnknownVariantError
 
 
 class Agent(ABC):
-    """A policy for a batch of Yahtzee games.
+    """A policy for a batch of games.
 
     Subclasses implement :meth:`act`; :meth:`reset` is called once before a new batch.
     """
@@ -33,39 +34,79 @@ class Agent(ABC):
             batch: a :class:`~yamblab.games.yahtzee.engine.YahtzeeBatch` of n games.
 
         Returns:
-            int64 (n,): a legal action for every unfinished game (any value for finished ones).
+            int64 (n,): a legal engine action for every unfinished game (Yahtzee: any value for
+            finished ones; Yamb: -1).
         """
 
 
-_AGENT_MODULES = ("yamblab.agents.yahtzee_agents", "yamblab.agents.search_agent")
+_AGENT_MODULES = ("yamblab.agents.yahtzee_agents", "yamblab.agents.yamb_bots", "yamblab.agents.search_agent")
 
-#: name -> factory(rules, table, seed, **options) -> Agent
-AGENTS: dict[str, Callable[..., Agent]] = {}
+#: (game, name) -> factory(game, table, seed, **options) -> Agent
+AGENTS: dict[tuple[str, str], Callable[..., Agent]] = {}
 
 
-def register(name: str):
-    """Decorator that registers an agent factory under ``name``."""
+def register(name: str, game: str = "yahtzee"):
+    """Decorator that registers an agent factory under ``name`` for ``game``.
+
+    The factory is called as ``factory(game=Game, table=..., seed=..., **options)``.
+    """
     def deco(factory):
-        AGENTS[name] = factory
+        AGENTS[(game, name)] = factory
         return factory
     return deco
 
 
-def make_agent(name: str, rules, table=None, seed: int = 0, **options) -> Agent:
-    """Build a registered agent by name.
-
-    Raises:
-        UnknownVariantError: no agent of that name.
-    """
+def _load() -> None:
     import importlib
 
     for module in _AGENT_MODULES:  # each registers its agents on import
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+        importlib.import_module(module)
 
-    if name not in AGENTS:
-        raise UnknownVariantError(f"unknown agent {name!r}; choose one of {', '.join(sorted(AGENTS))}")
-    return AGENTS[name](rules=rules, table=table, seed=seed, **options)
+
+def as_game(game_or_rules):
+    """A :class:`~yamblab.games.protocol.Game` from a game, a rules object or a game name."""
+    from yamblab.games.protocol import make_game
+
+    if isinstance(game_or_rules, str):
+        return make_game(game_or_rules)
+    if hasattr(game_or_rules, "new_batch"):
+        return game_or_rules
+    from yamblab.games.yamb.rules import YambRules
+
+    if isinstance(game_or_rules, YambRules):
+        from yamblab.games.yamb.game import YambGame
+
+        return YambGame(game_or_rules)
+    from yamblab.games.yahtzee.game import YahtzeeGame
+
+    return YahtzeeGame(game_or_rules)
+
+
+def agent_names(game) -> list[str]:
+    """The registered agents of a game (a game, rules object or game name), sorted."""
+    _load()
+    name = as_game(game).name
+    return sorted(n for g, n in AGENTS if g == name)
+
+
+def make_agent(name: str, game, table=None, seed: int = 0, **options) -> Agent:
+    """Build a registered agent by name: one registry for every game.
+
+    Args:
+        name: the agent's name (:func:`agent_names`).
+        game: a :class:`~yamblab.games.protocol.Game`, or the rules of one (a
+            :class:`~yamblab.games.yahtzee.rules.YahtzeeRules` or
+            :class:`~yamblab.games.yamb.rules.YambRules`).
+        table: Yahtzee's oracle table, when the caller has it already.
+        seed: the agent's own random seed (random agents).
+        options: agent options (the ``search`` agent's ``valuation`` and ``depth``).
+
+    Raises:
+        UnknownVariantError: no agent of that name for this game (the message names them).
+    """
+    _load()
+    g = as_game(game)
+    key = (g.name, str(name).strip().lower())
+    if key not in AGENTS:
+        raise UnknownVariantError(f"unknown {g.name} agent {name!r}; choose one of {', '.join(agent_names(g))}")
+    return AGENTS[key](game=g, table=table, seed=seed, **options)

@@ -1,26 +1,28 @@
-"""The ``search`` agent: expectimax search (or the policy head alone) as a graded agent.
+"""The ``search`` agent: expectimax search (or the policy head alone) as a graded agent, any game.
 
-``make_agent("search", rules, valuation="oracle", depth="full_turn")`` plays full-turn search
-driven by the oracle table (optimal: zero regret); ``valuation=PATH`` loads a checkpoint and
-drives the search with its value head (and, for ``depth="none"``, plays its policy head).
+``make_agent("search", game, valuation="oracle", depth="full_turn")`` plays full-turn search
+driven by the exact oracle (Yahtzee's table, or a single Yamb column's oracle): optimal play,
+zero regret. ``valuation=PATH`` loads a checkpoint and drives the search with its value head
+(and, for ``depth="none"``, plays its policy head).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from yamblab.agents.base import Agent, register
-from yamblab.games.encoding import encode_yahtzee, shared_action_to_yahtzee
-from yamblab.games.yahtzee.rules import YahtzeeRules
-from yamblab.search.expectimax import DEPTHS, NetworkValuation, make_search
+from yamblab.agents.base import Agent, as_game, register
+from yamblab.errors import ConfigError
+from yamblab.search.expectimax import DEPTHS, make_search
+from yamblab.search.valuation import NetworkValuation
 
 
 class SearchAgent(Agent):
     """Chooses ``argmax Q`` of a search, or ``argmax prior`` without search (no noise, ever).
 
     Args:
-        rules: the variant.
-        valuation: an oracle table / value table, or a :class:`NetworkValuation`.
+        game: a :class:`~yamblab.games.protocol.Game` (or a rules object).
+        valuation: a :class:`~yamblab.search.valuation.Valuation`, or Yahtzee's (4096, 3, 64)
+            table of boundary values.
         depth: one of :data:`~yamblab.search.expectimax.DEPTHS`.
         net: the network whose policy head plays at depth ``"none"``.
         name: the agent's name in reports.
@@ -29,51 +31,69 @@ class SearchAgent(Agent):
         ValueError: depth ``"none"`` without a network, or an unknown depth.
     """
 
-    def __init__(self, rules: YahtzeeRules, valuation=None, depth: str = "full_turn", net=None,
-                 name: str = "search"):
+    def __init__(self, game, valuation=None, depth: str = "full_turn", net=None, name: str = "search"):
         if depth not in DEPTHS:
             raise ValueError(f"unknown search depth {depth!r}; choose one of {', '.join(DEPTHS)}")
         if depth == "none" and net is None:
             raise ValueError("depth 'none' plays the policy head: it needs a network, not a table")
-        self.rules = rules
+        self.game = as_game(game)
+        self.rules = self.game.rules
         self.depth = depth
         self.net = net
-        self.search = make_search(depth, rules, valuation)
+        self.search = make_search(depth, self.game, valuation)
         self.name = name
 
     def reset(self, batch) -> None:
         if self.search is not None:
             self.search.reset()
 
-    def act(self, batch) -> np.ndarray:
-        live = ~batch.done
+    def shared_actions(self, batch) -> np.ndarray:
+        """int64 (n,): the chosen action of every game in the shared action space."""
         if self.search is None:
-            prior, _ = self.net.predict(encode_yahtzee(batch, self.rules))
-            shared = np.argmax(prior, axis=1)
-        else:
-            shared = np.argmax(self.search.q(batch), axis=1)
-        shared = np.where(live, shared, 0)
-        return shared_action_to_yahtzee(shared)
+            prior, _ = self.net.predict(self.game.encode(batch))
+            return np.argmax(prior, axis=1)
+        return np.argmax(self.search.q(batch), axis=1)
+
+    def act(self, batch) -> np.ndarray:
+        live = ~np.asarray(batch.done)
+        shared = self.shared_actions(batch)
+        out = np.full(batch.n, self.game.idle_action, np.int64)
+        out[live] = self.game.to_engine(shared[live])
+        return out
 
 
-def network_agent(net, rules: YahtzeeRules, depth: str = "full_turn", name: str | None = None) -> SearchAgent:
+def network_agent(net, game, depth: str = "full_turn", name: str | None = None) -> SearchAgent:
     """A :class:`SearchAgent` whose search (or policy) is a network's."""
-    valuation = NetworkValuation(net, rules) if depth != "none" else None
-    return SearchAgent(rules, valuation, depth, net=net, name=name or f"net-{depth}")
+    valuation = NetworkValuation(net) if depth != "none" else None
+    return SearchAgent(game, valuation, depth, net=net, name=name or f"net-{depth}")
 
 
-@register("search")
-def _search(rules, table=None, seed=0, valuation: str = "oracle", depth: str = "full_turn",
+def _search(game, table=None, seed=0, valuation: str = "oracle", depth: str = "full_turn",
             device: str = "cpu", **_):
-    """Factory: ``valuation="oracle"`` (the exact table) or the path of a checkpoint."""
+    """Factory: ``valuation="oracle"`` (the exact oracle) or the path of a checkpoint.
+
+    Raises:
+        ConfigError: the oracle valuation with a depth other than ``full_turn``, or for a Yamb
+            card that has no exact oracle.
+    """
     if valuation == "oracle":
         if depth != "full_turn":
-            raise ValueError("the oracle valuation drives full-turn search only (depth 'full_turn')")
+            raise ConfigError(f"the oracle valuation drives full-turn search only (got depth {depth!r})")
+        if game.name == "yamb":
+            from yamblab.oracle.yamb_oracles import column_oracle
+            from yamblab.search.valuation import YambColumnOracleValuation
+
+            return SearchAgent(game, YambColumnOracleValuation(column_oracle(game.rules)), depth,
+                               name="search-oracle")
         from yamblab.oracle.table import OracleTable
 
-        table = table or OracleTable.get(rules)
-        return SearchAgent(rules, table.values, depth, name="search-oracle")
+        table = table or OracleTable.get(game.rules)
+        return SearchAgent(game, table.values, depth, name="search-oracle")
     from yamblab.learners.checkpoint import load_network
 
     net = load_network(valuation, map_location=device).to(device)
-    return network_agent(net, rules, depth, name=f"search-{depth}")
+    return network_agent(net, game, depth, name=f"search-{depth}")
+
+
+register("search", game="yahtzee")(_search)
+register("search", game="yamb")(_search)

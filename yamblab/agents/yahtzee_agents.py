@@ -83,18 +83,18 @@ def zero_valuation() -> np.ndarray:
 
 
 @register("random")
-def _random(rules, table=None, seed=0, **_):
+def _random(game, table=None, seed=0, **_):
     return RandomAgent(seed)
 
 
 @register("greedy")
-def _greedy(rules, table=None, seed=0, **_):
-    return TurnPerfectAgent(zero_valuation(), rules, name="greedy")
+def _greedy(game, table=None, seed=0, **_):
+    return TurnPerfectAgent(zero_valuation(), game.rules, name="greedy")
 
 
 @register("oracle")
-def _oracle(rules, table=None, seed=0, **_):
+def _oracle(game, table=None, seed=0, **_):
     from yamblab.oracle.table import OracleTable
 
-    table = table or OracleTable.get(rules)
-    return TurnPerfectAgent(table.values, rules, name="oracle")
+    table = table or OracleTable.get(game.rules)
+    return TurnPerfectAgent(table.values, game.rules, name="oracle")

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from yamblab.errors import UnknownVariantError
+from yamblab.agents.base import Agent, register
 from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules
 from yamblab.oracle.yamb_turn import TurnPlanner, row_par
 
-AGENTS = ("random", "greedy", "heuristic")
 
 
-class RandomAgent:
+class RandomAgent(Agent):
     """Uniformly random legal actions (reproducible from ``seed``)."""
 
     name = "random"
@@ -119,19 +118,45 @@ def _logistic(x):
 
 
 def make_agent(name: str, rules: YambRules, seed: int = 0):
-    """An agent by name (``random``, ``greedy``, ``heuristic``).
+    """An agent by name (``random``, ``greedy``, ``heuristic``, ``oracle``, ``search``) from the one
+    registry (:func:`yamblab.agents.base.make_agent`).
 
     Raises:
         UnknownVariantError: an unknown agent name, naming the known ones.
     """
-    key = str(name).strip().lower()
-    if key == "random":
-        return RandomAgent(rules, seed)
-    if key == "greedy":
-        return GreedyAgent(rules, seed)
-    if key == "heuristic":
-        return HeuristicAgent(rules, seed)
-    raise UnknownVariantError(f"unknown Yamb agent {name!r}; agents: {', '.join(AGENTS)}")
+    from yamblab.agents.base import make_agent as _make
+
+    return _make(name, rules, seed=seed)
+
+
+@register("random", game="yamb")
+def _random(game, table=None, seed=0, **_):
+    return RandomAgent(game.rules, seed)
+
+
+@register("greedy", game="yamb")
+def _greedy(game, table=None, seed=0, **_):
+    return GreedyAgent(game.rules, seed)
+
+
+@register("heuristic", game="yamb")
+def _heuristic(game, table=None, seed=0, **_):
+    return HeuristicAgent(game.rules, seed)
+
+
+@register("oracle", game="yamb")
+def _oracle(game, table=None, seed=0, **_):
+    """Optimal play of a single down, up or free column (its exact oracle)."""
+    from yamblab.oracle.yamb_oracles import column_oracle
+
+    oracle = column_oracle(game.rules)
+    if game.rules.columns[0] == "free":
+        from yamblab.oracle.yamb_free import FreeColumnOracleAgent
+
+        return FreeColumnOracleAgent(oracle)
+    from yamblab.oracle.yamb_column import ColumnOracleAgent
+
+    return ColumnOracleAgent(oracle)
 
 
 def play(agent, batch, max_steps: int = 100000):
@@ -144,4 +169,4 @@ def play(agent, batch, max_steps: int = 100000):
 
 
 __all__ = ["RandomAgent", "GreedyAgent", "HeuristicAgent", "TurnPlanner", "make_agent", "play",
-           "row_par", "AGENTS"]
+           "row_par"]

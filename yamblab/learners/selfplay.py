@@ -1,4 +1,5 @@
-"""Self-play for Yahtzee: many games at once, one batched forward pass per step.
+"""Self-play for any game of :mod:`yamblab.games.protocol`: many games at once, one batched
+forward pass per step.
 
 :class:`SelfPlay` holds a copy of the playing (EMA) network; :meth:`SelfPlay.set_weights`
 loads new weights only when their version changes; :meth:`SelfPlay.play_games` plays seeded
@@ -15,15 +16,15 @@ from dataclasses import fields
 import numpy as np
 import torch
 
-from yamblab.games.encoding import N_ACTIONS, EncodedBatch, encode_yahtzee, shared_action_to_yahtzee, \
-    yahtzee_action_to_shared
-from yamblab.games.yahtzee.engine import new_batch
-from yamblab.games.yahtzee.rules import UPPER_BONUS_THRESHOLD, YahtzeeRules
+from yamblab.games.encoding import N_ACTIONS, EncodedBatch
+from yamblab.games.protocol import Game, step_shared
+from yamblab.games.yahtzee.game import encode_yahtzee_boundary as encode_boundary
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.samples import SampleBatch
 from yamblab.model.config import ModelConfig
 from yamblab.model.network import YambNet
-from yamblab.search.expectimax import NetworkValuation, encode_boundary, make_search
+from yamblab.search.expectimax import make_search
+from yamblab.search.valuation import NetworkValuation
 from yamblab.search.targets import add_dirichlet_noise, policy_targets
 
 
@@ -90,20 +91,23 @@ def sample_actions(dist: np.ndarray, temperature: float, rng: np.random.Generato
 
 
 class SelfPlay:
-    """A self-play worker for Yahtzee.
+    """A self-play worker for any game.
 
     Args:
         model_cfg, train_cfg, search_cfg: configuration.
-        rules: the Yahtzee variant.
+        game: the :class:`~yamblab.games.protocol.Game` (or a Yahtzee rules object).
         device: torch device of the playing network.
-        oracle_table: needed only when ``train_cfg.distill_oracle`` is on.
+        oracle_table: needed only when ``train_cfg.distill_oracle`` is on (Yahtzee).
     """
 
     def __init__(self, model_cfg: ModelConfig, train_cfg: TrainConfig, search_cfg: SearchConfig,
-                 rules: YahtzeeRules, device: str = "cpu", oracle_table=None):
+                 game: Game, device: str = "cpu", oracle_table=None):
+        from yamblab.agents.base import as_game
+
         self.cfg = train_cfg
         self.search_cfg = search_cfg
-        self.rules = rules
+        self.game = as_game(game)
+        self.rules = rules = self.game.rules
         self.device = torch.device(device)
         self.net = YambNet(model_cfg).to(self.device).eval()
         for p in self.net.parameters():
@@ -132,7 +136,7 @@ class SelfPlay:
         if self._bot is None:
             from yamblab.agents.base import make_agent
 
-            self._bot = make_agent(self.cfg.bot, self.rules)
+            self._bot = make_agent(self.cfg.bot, self.game)
         return self._bot
 
     @torch.no_grad()
@@ -152,10 +156,12 @@ class SelfPlay:
         t0 = time.perf_counter()
         cfg = self.cfg
         rules = self.rules
+        game = self.game
+        yahtzee = game.name == "yahtzee"
         rng = np.random.default_rng([int(seed) & (2**63 - 1), int(first_game), 0x5E1F])
-        batch = new_batch(n, rules, seed=seed, first_game=first_game)
-        valuation = NetworkValuation(self.net, rules, self.search_cfg.leaf_chunk)
-        search = make_search(self.search_cfg.depth, rules, valuation)
+        batch = game.new_batch(n, seed=seed, first_game=first_game)
+        valuation = NetworkValuation(self.net, self.search_cfg.leaf_chunk)
+        search = make_search(self.search_cfg.depth, game, valuation)
         is_bot = np.arange(n) < n_bot
         bot = self._bot_agent() if n_bot else None
         if bot is not None:
@@ -164,13 +170,14 @@ class SelfPlay:
         extra = []
         while not batch.done.all():
             live = np.flatnonzero(~batch.done)
-            enc_all = encode_yahtzee(batch, rules)
+            enc_all = game.encode(batch)
             enc = rows(enc_all, live)
             turn_entry = None
+            at_start = game.turn_start(batch)[live]
             if cfg.boundary_samples:
-                start = live[batch.rolls_left[live] == 2]
+                start = live[at_start]
                 if start.size:
-                    b_enc = encode_boundary(batch.box_scores[start], batch.upper_raw[start], rules)
+                    b_enc = game.encode_boundary(batch, start)
                     parts.append((b_enc, np.zeros((start.size, N_ACTIONS), np.float32), False))
                     owners.append(start)
                     totals_at.append(batch.total[start].astype(np.float64))
@@ -185,9 +192,13 @@ class SelfPlay:
             else:
                 q = search.q(batch)[live]
                 tv = _turn_values(search)
-                if cfg.boundary_samples and turn_entry is not None and tv is not None:
-                    backups[turn_entry] = ("q", tv[backups[turn_entry][1]].copy())
-                if cfg.successor_samples and self.search_cfg.depth == "full_turn":
+                if cfg.boundary_samples and turn_entry is not None:
+                    if tv is not None:      # Yahtzee full turn: exact over the first roll
+                        backups[turn_entry] = ("q", tv[backups[turn_entry][1]].copy())
+                    else:                   # the first roll's best Q: a one-roll sample of it
+                        qm = np.where(np.isfinite(q), q, -np.inf).max(axis=1)
+                        backups[turn_entry] = ("q", qm[at_start].copy())
+                if cfg.successor_samples and self.search_cfg.depth == "full_turn" and yahtzee:
                     start = live[batch.rolls_left[live] == 2]
                     if start.size:
                         got = successor_samples(batch, start, cfg.successor_samples, rules, valuation, rng)
@@ -202,16 +213,16 @@ class SelfPlay:
                     else:
                         play = add_dirichlet_noise(target, legal, cfg.dirichlet_fraction, cfg.dirichlet_alpha, rng)
             temp = cfg.play_temperature if noise else 0.0
-            act_shared = sample_actions(play, temp, rng)
             act = np.zeros(n, np.int64)
-            act[live] = shared_action_to_yahtzee(act_shared)
+            act[live] = sample_actions(play, temp, rng)
             if bot is not None:
                 bot_act = np.asarray(bot.act(batch), np.int64)
                 bl = is_bot[live]
                 if bl.any():
-                    act[live[bl]] = bot_act[live[bl]]
+                    bot_shared = game.to_shared(bot_act[live[bl]])
+                    act[live[bl]] = bot_shared
                     onehot = np.zeros((int(bl.sum()), N_ACTIONS), np.float32)
-                    onehot[np.arange(onehot.shape[0]), yahtzee_action_to_shared(bot_act[live[bl]])] = 1.0
+                    onehot[np.arange(onehot.shape[0]), bot_shared] = 1.0
                     target = target.copy()
                     target[bl] = onehot
             parts.append((enc, target, True))
@@ -223,9 +234,9 @@ class SelfPlay:
             else:
                 qmax = np.where(np.isfinite(q), q, -np.inf).max(axis=1)
                 backups.append(("q", qmax))
-            batch.step(act)
+            step_shared(game, batch, act)
         final = batch.total.astype(np.float64)
-        bonus = (batch.upper_raw >= UPPER_BONUS_THRESHOLD).astype(np.float32)
+        bonus = game.bonus_reached(batch)
         owner = np.concatenate(owners)
         value_target = final[owner] - np.concatenate(totals_at)
         if cfg.value_target_mix > 0 and search is not None:
@@ -243,7 +254,7 @@ class SelfPlay:
             samples = SampleBatch.concat([samples, SampleBatch.from_parts(
                 e_enc, np.zeros((len(e_own), N_ACTIONS), np.float32), np.zeros(len(e_own), bool),
                 np.concatenate([e[1] for e in extra]), bonus[e_own])])
-        if cfg.distill_oracle:
+        if cfg.distill_oracle and yahtzee:
             samples.value_target[:] = self._oracle_values(samples)
         net_games = ~is_bot
         stats = {

@@ -40,12 +40,15 @@ class ModelConfig(BaseModel):
         aux_heads: auxiliary heads for bonus progress and the longest straight (seed 000).
         boundary_head: a separate MLP value head for boundary positions (no dice), which
             is all that full-turn search asks the network for. It reads the Yahtzee card
-            directly (13 filled flags, the upper subtotal capped at 63 as a thermometer, the
-            Yahtzee box's 50) and outputs a scalar (points), trained by squared error. Off by
-            default; Yahtzee only. The tiny transformer's value head fitted even oracle values
+            directly (see ``boundary_features``) and outputs a scalar (points), trained by squared
+            error. Off by default. The tiny transformer's value head fitted even oracle values
             too coarsely for full-turn search (regret ~27 after supervised fitting, against
             ~3.6 for this head).
         boundary_hidden: hidden width of the two layers of that MLP.
+        boundary_features: what that MLP reads: ``"yahtzee"`` (the Yahtzee card's 78
+            features above) or ``"card"`` (any game's card in the shared layout: every box's
+            filled flag and score / 80, and each column's four bonus features; 288 inputs; for
+            Yamb).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -67,6 +70,7 @@ class ModelConfig(BaseModel):
     aux_heads: bool = True
     boundary_head: bool = False
     boundary_hidden: int = Field(256, ge=4, le=16384)
+    boundary_features: Literal["yahtzee", "card"] = "yahtzee"
 
     @model_validator(mode="after")
     def _check(self) -> "ModelConfig":

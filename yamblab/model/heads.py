@@ -121,6 +121,14 @@ class AuxHeads(nn.Module):
 
 
 BOUNDARY_FEATURES = 13 + 63 + 2
+#: Inputs of the ``"card"`` boundary features: 8 × 16 boxes × (filled, score / 80) + 8 × 4.
+CARD_FEATURES = 8 * 16 * 2 + 8 * 4
+
+
+def card_features(columns: torch.Tensor, column_features: torch.Tensor) -> torch.Tensor:
+    """Features of any card in the shared layout, float32 (B, 288): every box's filled flag and
+    score / 80 (``columns`` flattened), then each column's four bonus features."""
+    return torch.cat([columns.flatten(1), column_features.flatten(1)], dim=1)
 
 
 def boundary_features(columns: torch.Tensor, column_features: torch.Tensor) -> torch.Tensor:
@@ -142,17 +150,20 @@ def boundary_features(columns: torch.Tensor, column_features: torch.Tensor) -> t
 
 
 class BoundaryValueHead(nn.Module):
-    """Scalar points still to come of a boundary Yahtzee position, float (B,), from its card.
+    """Scalar points still to come of a boundary position, float (B,), from its card.
 
-    A two-layer SiLU MLP on :func:`boundary_features`; the output is scaled by ``scale``
-    points so that the last layer works in units of order one.
+    A two-layer SiLU MLP on :func:`boundary_features` (Yahtzee) or :func:`card_features` (any
+    card); the output is scaled by ``scale`` points so that the last layer works in units of
+    order one.
     """
 
-    def __init__(self, hidden: int, scale: float = 100.0):
+    def __init__(self, hidden: int, scale: float = 100.0, features: str = "yahtzee"):
         super().__init__()
         self.scale = scale
-        self.mlp = nn.Sequential(nn.Linear(BOUNDARY_FEATURES, hidden), nn.SiLU(),
+        self.features = boundary_features if features == "yahtzee" else card_features
+        n_in = BOUNDARY_FEATURES if features == "yahtzee" else CARD_FEATURES
+        self.mlp = nn.Sequential(nn.Linear(n_in, hidden), nn.SiLU(),
                                  nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, 1))
 
     def forward(self, columns: torch.Tensor, column_features: torch.Tensor) -> torch.Tensor:
-        return self.mlp(boundary_features(columns, column_features))[:, 0] * self.scale
+        return self.mlp(self.features(columns, column_features))[:, 0] * self.scale

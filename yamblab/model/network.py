@@ -61,7 +61,7 @@ class YambNet(nn.Module):
         n_out = cfg.value_bins if cfg.value_head == "bins" else 1
         self.value_head = ValueHead(d, h, qk, cfg.value_pool, n_out)
         self.aux = AuxHeads(d) if cfg.aux_heads else None
-        self.boundary_head = BoundaryValueHead(cfg.boundary_hidden) if cfg.boundary_head else None
+        self.boundary_head = BoundaryValueHead(cfg.boundary_hidden, features=cfg.boundary_features) if cfg.boundary_head else None
         self.register_buffer("bin_centers", torch.linspace(0.0, cfg.value_max, cfg.value_bins), persistent=False)
 
     # ------------------------------------------------------------------ forward

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
-from yamblab.agents.base import Agent
 from yamblab.oracle.turn import TurnValues, hold_values
 from yamblab.games.yahtzee.engine import new_batch
 from yamblab.games.yahtzee.rules import BOX_LABELS, OFFICIAL, UPPER_BONUS_THRESHOLD, YAHTZEE, YahtzeeRules
@@ -36,10 +35,15 @@ def mean_ci(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
 
 @dataclass
 class GradeReport:
-    """The result of grading an agent on seeded games.
+    """The result of grading an agent on seeded games (any game).
 
     Scores and regrets are in points. ``regret_by_decision`` and ``regret_by_box`` are mean
-    points lost per game; ``regret_by_box`` charges box decisions to the box chosen.
+    points lost per game; ``regret_by_box`` charges box decisions to the box (Yamb: the row)
+    chosen. A game with no exact oracle (a Yamb card of several columns) has no regret
+    (``regret_mean`` is NaN); it is compared instead with a **baseline** bot on the same dice:
+    ``baseline_mean`` and the paired difference ``diff_mean`` (agent − baseline) with its 95%
+    interval ``diff_ci``. ``upper_bonus_rate`` is the share of upper bonuses reached (None
+    under rules without one); ``yahtzee_rate`` is Yahtzee's alone (None for Yamb).
     """
 
     agent: str
@@ -51,14 +55,24 @@ class GradeReport:
     sd: float
     median: float
     p90: float
-    upper_bonus_rate: float
-    yahtzee_rate: float
+    upper_bonus_rate: float | None
+    yahtzee_rate: float | None
     regret_mean: float
     regret_ci: tuple[float, float]
     regret_by_decision: dict[str, float] = field(default_factory=dict)
     regret_by_box: dict[str, float] = field(default_factory=dict)
     scores: np.ndarray | None = field(default=None, repr=False)
     regrets: np.ndarray | None = field(default=None, repr=False)
+    game: str = "yahtzee"
+    baseline_agent: str | None = None
+    baseline_mean: float | None = None
+    diff_mean: float | None = None
+    diff_ci: tuple[float, float] | None = None
+
+    @property
+    def has_regret(self) -> bool:
+        """True when every decision was graded by an exact oracle."""
+        return bool(np.isfinite(self.regret_mean))
 
     def to_dict(self) -> dict:
         """Plain-JSON form (no per-game arrays)."""
@@ -69,11 +83,26 @@ class GradeReport:
 
     def format(self) -> str:
         """A human-readable report."""
+        rates = []
+        if self.upper_bonus_rate is not None:
+            rates.append(f"upper bonus {100 * self.upper_bonus_rate:.1f}%")
+        if self.yahtzee_rate is not None:
+            rates.append(f"Yahtzee {100 * self.yahtzee_rate:.1f}%")
         lines = [
-            f"agent {self.agent} · rules {self.rules} · {self.games} games · seed {self.seed}",
+            f"agent {self.agent} · {self.game} {self.rules} · {self.games} games · seed {self.seed}",
             f"  score      mean {self.mean:8.2f}  95% CI [{self.ci[0]:.2f}, {self.ci[1]:.2f}]",
             f"             SD {self.sd:.2f}  median {self.median:.1f}  p90 {self.p90:.1f}",
-            f"             upper bonus {100 * self.upper_bonus_rate:.1f}%  Yahtzee {100 * self.yahtzee_rate:.1f}%",
+        ]
+        if rates:
+            lines.append("             " + "  ".join(rates))
+        if self.baseline_agent is not None:
+            lines.append(f"  vs {self.baseline_agent:<8s} {self.diff_mean:+8.2f} points/game  95% CI "
+                         f"[{self.diff_ci[0]:+.2f}, {self.diff_ci[1]:+.2f}] (paired on the same dice; "
+                         f"{self.baseline_agent} mean {self.baseline_mean:.2f})")
+        if not self.has_regret:
+            lines.append("  regret     (no exact oracle for this card)")
+            return "\n".join(lines)
+        lines += [
             f"  regret     mean {self.regret_mean:8.3f} points/game  95% CI "
             f"[{self.regret_ci[0]:.3f}, {self.regret_ci[1]:.3f}]",
             "  by decision " + "  ".join(f"{k}: {v:.3f}" for k, v in self.regret_by_decision.items()),
@@ -156,7 +185,7 @@ def grade_decisions(table: OracleTable, states: np.ndarray, rolls: np.ndarray, r
     return regret
 
 
-def grade(agent: Agent, rules: YahtzeeRules = OFFICIAL, games: int = 1000, seed: int = 0,
+def grade(agent, rules: YahtzeeRules = OFFICIAL, games: int = 1000, seed: int = 0,
           table: OracleTable | None = None, chunk: int = 4096, progress: bool = False,
           first_game: int = 0, regret_fn=None) -> GradeReport:
     """Play ``games`` seeded games with ``agent`` and grade every decision with the oracle.
@@ -218,7 +247,7 @@ def grade(agent: Agent, rules: YahtzeeRules = OFFICIAL, games: int = 1000, seed:
         agent=agent.name, rules=rules.name, games=games, seed=seed,
         mean=m, ci=(lo, hi), sd=float(s.std(ddof=1)) if s.size > 1 else 0.0,
         median=float(np.median(s)), p90=float(np.percentile(s, 90)),
-        upper_bonus_rate=float(np.concatenate(ubonus).mean()),
+        upper_bonus_rate=float(np.concatenate(ubonus).mean()) if rules.upper_bonus else None,
         yahtzee_rate=float(np.concatenate(yrate).mean()),
         regret_mean=rm, regret_ci=(rlo, rhi),
         regret_by_decision={k: float(v / games) for k, v in zip(DECISIONS, by_decision)},

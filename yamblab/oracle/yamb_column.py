@@ -358,6 +358,9 @@ class ColumnOracleAgent:
     def __init__(self, oracle: ColumnOracle):
         self.oracle = oracle
 
+    def reset(self, batch=None) -> None:
+        """Nothing to forget between batches."""
+
     def act(self, batch) -> np.ndarray:
         out = np.full(batch.n, -1, dtype=np.int64)
         for i in np.flatnonzero(~batch.done):

@@ -343,6 +343,9 @@ class FreeColumnOracleAgent:
     def __init__(self, oracle: FreeColumnOracle):
         self.oracle = oracle
 
+    def reset(self, batch=None) -> None:
+        """Nothing to forget between batches."""
+
     def act(self, batch) -> np.ndarray:
         out = np.full(batch.n, -1, dtype=np.int64)
         rows = self.oracle.rules.rows

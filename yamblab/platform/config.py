@@ -3,9 +3,10 @@
 A run config (``configs/*.yaml``)::
 
     name: yahtzee-tiny
-    game: yahtzee
-    rules: forced                 # joker rule [,no-upper-bonus][,no-yahtzee-bonus]
-    preset: tiny                  # model size preset; `model:` overrides single fields
+    game: yahtzee                 # or yamb
+    rules: forced                 # Yahtzee: joker rule [,no-upper-bonus][,no-yahtzee-bonus]
+    # preset: croatian            # Yamb: the rule preset; columns: [free] plays only those columns
+    size: tiny                    # network size preset; `model:` overrides single fields
     model: {hold_correction: true}
     search: {depth: full_turn}
     train: {kl_targets: true, entropy_coef: 0.003, lr: 0.001, games_per_iteration: 64}
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from yamblab.errors import ConfigError, YamblabError
 from yamblab.learners.config import SearchConfig, TrainConfig
@@ -86,14 +87,28 @@ class TrackingConfig(BaseModel):
 
 
 class RunConfig(BaseModel):
-    """One training run: game, rules, network, search, training and runtime."""
+    """One training run: game, rules, network, search, training and runtime.
+
+    Attributes:
+        game: ``"yahtzee"`` or ``"yamb"``.
+        rules: Yahtzee's rule variant (a joker rule, optionally ``,no-upper-bonus`` and/or
+            ``,no-yahtzee-bonus``); refused for Yamb.
+        preset: Yamb's rule preset (:data:`yamblab.games.yamb.rules.PRESETS`; default
+            ``croatian``); refused for Yahtzee.
+        columns: Yamb only: play only these columns of the preset (``[free]``, ``[down]``,
+            ``[up]``: a single-column game with an exact oracle, graded decision by decision).
+        size: the network's size preset (:data:`yamblab.model.config.PRESETS`); ``model``
+            overrides single fields.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = "run"
-    game: Literal["yahtzee"] = "yahtzee"
+    game: Literal["yahtzee", "yamb"] = "yahtzee"
     rules: str = "forced"
-    preset: str = "tiny"
+    preset: str | None = None
+    columns: list[str] | None = None
+    size: str = "tiny"
     model: ModelConfig = Field(default_factory=ModelConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
@@ -104,40 +119,60 @@ class RunConfig(BaseModel):
     @classmethod
     def _apply_preset(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            preset = data.get("preset", "tiny")
-            if preset not in PRESETS:
-                raise ValueError(f"unknown model preset {preset!r}; choose one of {', '.join(PRESETS)}")
+            size = data.get("size", "tiny")
+            if size not in PRESETS:
+                raise ValueError(f"unknown network size {size!r}; choose one of {', '.join(PRESETS)}")
+            if data.get("preset") in PRESETS:
+                raise ValueError(f"preset: {data['preset']!r} is a network size: write `size: "
+                                 f"{data['preset']}` (`preset` names a Yamb rule preset)")
             overrides = data.get("model") or {}
             if isinstance(overrides, dict):
-                data = {**data, "model": {**PRESETS[preset], **overrides}}
+                data = {**data, "model": {**PRESETS[size], **overrides}}
         return data
 
-    @field_validator("rules")
-    @classmethod
-    def _check_rules(cls, v: str) -> str:
-        from yamblab.games.yahtzee.rules import YahtzeeRules
+    @model_validator(mode="after")
+    def _check_game(self) -> "RunConfig":
+        from yamblab.games.protocol import make_game
 
+        given = self.model_fields_set
+        if self.game == "yahtzee":
+            if self.preset is not None or self.columns is not None:
+                raise ValueError("`preset` and `columns` are Yamb options (game: yamb); Yahtzee takes `rules`")
+        else:
+            if "rules" in given:
+                raise ValueError("`rules` is a Yahtzee option; Yamb takes `preset` (and `columns`)")
+            if self.train.successor_samples:
+                raise ValueError("train.successor_samples is Yahtzee's (its successors' exact turn pass); "
+                                 "set it to 0 for Yamb")
+            if self.train.distill_oracle:
+                raise ValueError("train.distill_oracle needs Yahtzee's oracle table; Yamb has none")
+            if self.model.boundary_head and self.model.boundary_features == "yahtzee":
+                raise ValueError("model.boundary_features: 'yahtzee' reads a Yahtzee card; use 'card' for Yamb")
         try:
-            return YahtzeeRules.parse(v).name
+            game = make_game(self.game, None if self.game == "yamb" else self.rules, self.preset, self.columns)
         except YamblabError as exc:
             raise ValueError(str(exc)) from None
+        if self.game == "yahtzee" and self.rules != game.rules.name:
+            self.rules = game.rules.name
+        return self
+
+    @property
+    def game_obj(self):
+        """The :class:`~yamblab.games.protocol.Game` of this run."""
+        from yamblab.games.protocol import make_game
+
+        if self.game == "yamb":
+            return make_game("yamb", None, self.preset, self.columns)
+        return make_game("yahtzee", self.rules)
 
     @property
     def rules_obj(self):
-        """The :class:`~yamblab.games.yahtzee.YahtzeeRules` of this run."""
-        from yamblab.games.yahtzee.rules import YahtzeeRules
-
-        return YahtzeeRules.parse(self.rules)
+        """The rules object of this run's game."""
+        return self.game_obj.rules
 
     @property
     def model_preset(self) -> str:
-        return self.preset
-
-    @property
-    def eval_depth(self) -> str:
-        """The search depth the evaluator plays with."""
-        d = self.runtime.eval_depth
-        return self.search.depth if d == "search" else d
+        return self.size
 
     def to_yaml(self) -> str:
         """The whole config as YAML (what is logged with the run)."""

@@ -81,7 +81,7 @@ def grade_yamb(agent: str, preset: str, games: int = 2000, seed: int = 0,
 
     Args:
         agent: ``random``, ``greedy`` or ``heuristic``.
-        preset: a Yamb preset name (:data:`yamblab.games.yamb.PRESETS`).
+        preset: a Yamb preset name (:data:`yamblab.games.yamb.rules.PRESETS`).
         games: number of games (game ``i`` uses the dice of game ``i`` of ``seed``).
         seed: the dice seed.
         regret_games: games of the single down-column game graded decision by decision

@@ -1,4 +1,5 @@
-"""Expectimax search over exact dice chance nodes, for Yahtzee (seed 000, "The Approach").
+"""Expectimax search over exact dice chance nodes (seed 000, "The Approach"): Yahtzee here,
+Yamb in :mod:`yamblab.search.yamb_search`; :func:`make_search` picks the one a game needs.
 
 Three depths (:data:`DEPTHS`):
 
@@ -20,7 +21,8 @@ turn included) after taking the action; ``-inf`` for illegal actions. All networ
 all games of a decision go through one batched forward pass.
 
 A **boundary position** (between turns, before the first roll) is encoded with no dice
-(faces 0), rolls-left slot 3 and no legal action; see :func:`encode_boundary`.
+(faces 0), rolls-left slot 3 and no legal action; see
+:func:`~yamblab.games.yahtzee.game.encode_yahtzee_boundary`.
 """
 
 from __future__ import annotations
@@ -30,10 +32,13 @@ from typing import Literal
 import numpy as np
 
 from yamblab.games.dice import KEEPS, P_ROLL_GIVEN_KEEP, ROLLS
-from yamblab.games.encoding import HOLD_OFFSET, N_ACTIONS, EncodedBatch, encode_yahtzee
+from yamblab.games.encoding import HOLD_OFFSET, N_ACTIONS, EncodedBatch
+from yamblab.games.yahtzee.game import encode_yahtzee_boundary as encode_boundary
+from yamblab.games.yahtzee.game import encode_yahtzee_positions as encode_positions
 from yamblab.games.yahtzee.rules import YahtzeeRules
 from yamblab.oracle import _kernels
 from yamblab.oracle.turn import TurnValues, hold_values
+from yamblab.search.valuation import is_valuation
 
 DEPTHS = ("none", "one_step", "full_turn")
 Depth = Literal["none", "one_step", "full_turn"]
@@ -49,37 +54,6 @@ _CAND_BOX = np.array([c for c in range(6) for _ in range(6)] + [6, 7, 8, 9, 10, 
 _CAND_PTS = np.array([(c + 1) * n for c in range(6) for n in range(6)]
                      + [LOWER_REPRESENTATIVE[b] for b in (6, 7, 8, 9, 10, 12)] + [0, 50], np.int64)
 N_SUCCESSOR_CANDIDATES = _CAND_BOX.size  # 44
-
-
-class _Positions:
-    """Duck-typed stand-in for a YahtzeeBatch, so that :func:`encode_yahtzee` encodes any card."""
-
-    def __init__(self, box_scores, upper_raw, dice, rolls_left):
-        self.box_scores = np.asarray(box_scores, np.int16)
-        self.n = self.box_scores.shape[0]
-        self.upper_raw = np.asarray(upper_raw, np.int16)
-        self.dice = np.asarray(dice, np.int8)
-        self.rolls_left = np.asarray(rolls_left, np.int8)
-
-    def legal_actions(self):
-        return np.zeros((self.n, 45), np.bool_)
-
-
-def encode_positions(box_scores: np.ndarray, upper_raw: np.ndarray, dice: np.ndarray,
-                     rolls_left: np.ndarray, rules: YahtzeeRules) -> EncodedBatch:
-    """Encode arbitrary Yahtzee positions (for value leaves; the legal mask is left empty).
-
-    Args:
-        box_scores: int (m, 13), −1 for open boxes; upper_raw: int (m,) uncapped upper sum;
-        dice: int (m, 5) faces 1..6 (0 for no dice); rolls_left: int (m,) 0..3.
-    """
-    return encode_yahtzee(_Positions(box_scores, upper_raw, dice, rolls_left), rules)
-
-
-def encode_boundary(box_scores: np.ndarray, upper_raw: np.ndarray, rules: YahtzeeRules) -> EncodedBatch:
-    """Encode boundary positions (start of a turn, before the roll): no dice, rolls-left slot 3."""
-    m = np.asarray(box_scores).shape[0]
-    return encode_positions(box_scores, upper_raw, np.zeros((m, 5), np.int8), np.full(m, 3), rules)
 
 
 def mask12_of(box: np.ndarray) -> np.ndarray:
@@ -131,27 +105,6 @@ def shared_q(box: np.ndarray, hold: np.ndarray, legal45: np.ndarray) -> np.ndarr
     return q
 
 
-class NetworkValuation:
-    """The value head of a network as a valuation of Yahtzee positions.
-
-    Args:
-        net: a :class:`~yamblab.model.network.YambNet` (evaluated without gradients).
-        rules: the variant.
-        chunk: positions per forward pass.
-    """
-
-    def __init__(self, net, rules: YahtzeeRules, chunk: int = 16384):
-        self.net = net
-        self.rules = rules
-        self.chunk = chunk
-        self.positions_evaluated = 0
-
-    def values(self, enc: EncodedBatch) -> np.ndarray:
-        """float64 (m,) points still to come of encoded positions."""
-        self.positions_evaluated += len(enc)
-        return self.net.predict_value(enc, self.chunk)
-
-
 def turn_start_values(E1: np.ndarray) -> np.ndarray:
     """Value of each turn before its first roll from its keep values with two rolls left.
 
@@ -190,7 +143,7 @@ class FullTurnSearch:
         self.rules = rules
         self.table_values = None
         self.net_values = None
-        if hasattr(valuation, "values") and callable(valuation.values):
+        if is_valuation(valuation):
             self.net_values = valuation
             self.scratch = np.zeros((4096, 3, 64))
         else:
@@ -336,24 +289,36 @@ def _place_dice(dice: np.ndarray, keep: int, outs: np.ndarray) -> np.ndarray:
     return out
 
 
-def make_search(depth: Depth, rules: YahtzeeRules, valuation):
-    """The search of a depth for a valuation (a table or a :class:`NetworkValuation`).
+def make_search(depth: Depth, game, valuation):
+    """The search of a depth for a game and a valuation.
 
-    Returns ``None`` for depth ``"none"``.
+    Args:
+        depth: ``"none"`` (returns None: the policy head plays), ``"one_step"`` or
+            ``"full_turn"``.
+        game: a :class:`~yamblab.games.protocol.Game` (or, for Yahtzee, its rules).
+        valuation: a :class:`~yamblab.search.valuation.Valuation` (a network, a Yamb column
+            oracle), or for Yahtzee full-turn search a (4096, 3, 64) table of boundary values.
+
+    Returns:
+        an object with ``q(batch) -> float64 (n, 208)`` and ``reset()``, or None.
 
     Raises:
-        ValueError: an unknown depth, or one-step search with a table valuation.
+        ValueError: an unknown depth, or one-step search with a table or a valuation of
+            boundary cards only.
     """
+    if depth not in DEPTHS:
+        raise ValueError(f"unknown search depth {depth!r}; choose one of {', '.join(DEPTHS)}")
     if depth == "none":
         return None
-    if depth == "full_turn":
-        return FullTurnSearch(rules, valuation)
-    if depth == "one_step":
-        if not (hasattr(valuation, "values") and callable(valuation.values)):
-            raise ValueError("one-step search needs a network valuation (positions with dice)")
-        return OneStepSearch(rules, valuation)
-    raise ValueError(f"unknown search depth {depth!r}; choose one of {', '.join(DEPTHS)}")
+    name = getattr(game, "name", "yahtzee")
+    rules = getattr(game, "rules", game)
+    if depth == "one_step" and not (is_valuation(valuation) and getattr(valuation, "values_dice", True)):
+        raise ValueError("one-step search needs a network valuation (it values positions with dice)")
+    if name == "yamb":
+        from yamblab.search.yamb_search import YambFullTurnSearch, YambOneStepSearch
 
+        return (YambFullTurnSearch if depth == "full_turn" else YambOneStepSearch)(rules, valuation)
+    return (FullTurnSearch if depth == "full_turn" else OneStepSearch)(rules, valuation)
 
 
 def decode_yahtzee(enc: EncodedBatch):

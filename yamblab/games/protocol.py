@@ -1,0 +1,137 @@
+"""One batched game interface that Yahtzee and Yamb both implement.
+
+In the spirit of OpenSpiel's ``Game``/``State`` split and pgx's batched ``State``: a
+:class:`Game` is the immutable description of a game (its rules) and the factory of
+**batches**, each batch being ``n`` games played in lock step by a Cython engine
+(:class:`~yamblab.games.yahtzee.engine.YahtzeeBatch`,
+:class:`~yamblab.games.yamb.engine.YambBatch`). Everything above the games — self-play,
+expectimax, the evaluator, grading, the agent registry — is written once against this
+interface, in the **shared action space** of the network (:mod:`yamblab.games.encoding`):
+
+=========================  ==========================================================
+``0 .. 127``               score the dice in box (column ``a // 16``, row ``a % 16``)
+``128 .. 191``             reroll the dice not held by hold mask ``a - 128``
+``192 .. 207``             announce row ``a - 192`` (Yamb's announce column)
+=========================  ==========================================================
+
+What every batch offers (the engine's own arrays, numpy, one row per game): ``n``,
+``done`` bool (n,), ``total`` int (n,) points so far (bonuses included), ``turn`` int (n,),
+``step(engine_actions)``, ``legal_actions()`` in the engine's own action space.
+
+:func:`make_game` builds a game from the names a run config uses.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from yamblab.errors import ConfigError, UnknownVariantError
+from yamblab.games.encoding import EncodedBatch
+
+GAMES = ("yahtzee", "yamb")
+
+
+@runtime_checkable
+class Game(Protocol):
+    """A game: its rules and the batched engine that plays them.
+
+    Attributes:
+        name: ``"yahtzee"`` or ``"yamb"``.
+        rules: the rule object (:class:`~yamblab.games.yahtzee.rules.YahtzeeRules` or
+            :class:`~yamblab.games.yamb.rules.YambRules`).
+        label: a short readable name of the variant (``"forced"``, ``"croatian[free]"``).
+        digest: a stable 16-hex-digit hash of the rules (caches, MLflow tags).
+        n_dice: dice per roll (5 or 6).
+        n_turns: turns in a game (one box per turn).
+        idle_action: the engine action a finished game is given (it is ignored).
+    """
+
+    name: str
+    rules: object
+    label: str
+    digest: str
+    n_dice: int
+    n_turns: int
+    idle_action: int
+
+    def new_batch(self, n: int, seed: int, first_game: int = 0):
+        """``n`` new games (first dice rolled); game ``i`` is game number ``first_game + i``
+        of dice seed ``seed`` (the same number gets the same dice whoever plays it).
+
+        Raises:
+            ValueError: a negative ``n`` or a seed outside 0 .. 2**64 - 1.
+        """
+
+    def encode(self, batch) -> EncodedBatch:
+        """The network's view of every game (legal mask in the shared space)."""
+
+    def encode_boundary(self, batch, games: np.ndarray) -> EncodedBatch:
+        """The cards of ``games`` as boundary positions (between turns: no dice)."""
+
+    def to_engine(self, shared: np.ndarray) -> np.ndarray:
+        """Shared actions → engine actions, int64 of the same shape.
+
+        Raises:
+            IllegalActionError / ValueError: an action this game does not have.
+        """
+
+    def to_shared(self, actions: np.ndarray) -> np.ndarray:
+        """Engine actions → shared actions, int64 of the same shape."""
+
+    def turn_start(self, batch) -> np.ndarray:
+        """bool (n,): games at the first roll of a turn (no decision taken yet this turn)."""
+
+    def bonus_reached(self, batch) -> np.ndarray:
+        """float32 (n,): the share of upper bonuses the card has reached (the auxiliary
+        bonus target: Yahtzee's single upper section, the mean over Yamb's columns)."""
+
+
+def step_shared(game: Game, batch, shared: np.ndarray) -> None:
+    """Apply one shared-space action per game (finished games ignore theirs).
+
+    Raises:
+        IllegalActionError: an action that is not legal for its game (nothing is applied).
+    """
+    a = np.asarray(shared, dtype=np.int64)
+    live = ~np.asarray(batch.done)
+    eng = np.full(a.shape[0], game.idle_action, np.int64)
+    eng[live] = game.to_engine(a[live])
+    batch.step(eng)
+
+
+def make_game(game: str = "yahtzee", rules: str | None = None, preset: str | None = None,
+              columns: list[str] | tuple[str, ...] | None = None) -> Game:
+    """The game a run config names.
+
+    Args:
+        game: ``"yahtzee"`` or ``"yamb"``.
+        rules: Yahtzee's rule variant (``"forced"``, ``"free,no-upper-bonus"``, …).
+        preset: Yamb's rule preset (:data:`yamblab.games.yamb.rules.PRESETS`).
+        columns: Yamb only: play only these columns of the preset, in this order (e.g.
+            ``["free"]``: the single free-column game, which has an exact oracle).
+
+    Raises:
+        UnknownVariantError: an unknown game, rule variant, preset or column kind.
+        ConfigError: an option that does not apply to the game (``preset``/``columns`` with
+            Yahtzee, ``rules`` with Yamb), or a column the preset does not have.
+    """
+    key = str(game).strip().lower()
+    if key == "yahtzee":
+        if preset is not None or columns:
+            raise ConfigError("`preset` and `columns` are Yamb options; Yahtzee takes `rules`")
+        from yamblab.games.yahtzee.game import YahtzeeGame
+        from yamblab.games.yahtzee.rules import YahtzeeRules
+
+        return YahtzeeGame(YahtzeeRules.parse(rules or "forced"))
+    if key == "yamb":
+        if rules is not None:
+            raise ConfigError("`rules` is a Yahtzee option; Yamb takes `preset` (and `columns`)")
+        from yamblab.games.yamb.game import YambGame
+
+        return YambGame.from_preset(preset or "croatian", columns)
+    raise UnknownVariantError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
+
+
+__all__ = ["Game", "GAMES", "make_game", "step_shared"]

@@ -1,0 +1,90 @@
+"""Yahtzee as a :class:`~yamblab.games.protocol.Game` (one column of 13 boxes, 5 dice, 3 rolls)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from yamblab.games.encoding import EncodedBatch, encode_yahtzee, shared_action_to_yahtzee, \
+    yahtzee_action_to_shared
+from yamblab.games.yahtzee.engine import new_batch
+from yamblab.games.yahtzee.rules import UPPER_BONUS_THRESHOLD, YahtzeeRules
+
+
+class _Cards:
+    """Duck-typed Yahtzee positions for :func:`encode_yahtzee` (any card, any dice)."""
+
+    def __init__(self, box_scores, upper_raw, dice, rolls_left):
+        self.box_scores = np.asarray(box_scores, np.int16)
+        self.n = self.box_scores.shape[0]
+        self.upper_raw = np.asarray(upper_raw, np.int16)
+        self.dice = np.asarray(dice, np.int8)
+        self.rolls_left = np.asarray(rolls_left, np.int8)
+
+    def legal_actions(self):
+        return np.zeros((self.n, 45), np.bool_)
+
+
+def encode_yahtzee_positions(box_scores: np.ndarray, upper_raw: np.ndarray, dice: np.ndarray,
+                             rolls_left: np.ndarray, rules: YahtzeeRules) -> EncodedBatch:
+    """Encode arbitrary Yahtzee positions (search leaves; the legal mask is left empty).
+
+    Args:
+        box_scores: int (m, 13) points per box, −1 for open boxes.
+        upper_raw: int (m,) upper-section sum (uncapped, points).
+        dice: int (m, 5) faces 1..6, or 0 for a boundary position (no dice).
+        rolls_left: int (m,) 0..3 (3: a boundary position, before the turn's first roll).
+        rules: the variant.
+    """
+    return encode_yahtzee(_Cards(box_scores, upper_raw, dice, rolls_left), rules)
+
+
+def encode_yahtzee_boundary(box_scores: np.ndarray, upper_raw: np.ndarray, rules: YahtzeeRules) -> EncodedBatch:
+    """Encode boundary positions (start of a turn, before the roll): no dice, rolls-left slot 3."""
+    m = np.asarray(box_scores).shape[0]
+    return encode_yahtzee_positions(box_scores, upper_raw, np.zeros((m, 5), np.int8), np.full(m, 3), rules)
+
+
+class YahtzeeGame:
+    """Solitaire Yahtzee under a rule variant (see :mod:`yamblab.games.protocol`).
+
+    Args:
+        rules: the :class:`YahtzeeRules` variant.
+    """
+
+    name = "yahtzee"
+    n_dice = 5
+    n_turns = 13
+    idle_action = 0
+
+    def __init__(self, rules: YahtzeeRules):
+        self.rules = rules
+        self.label = rules.name
+        self.digest = rules.digest
+
+    def __repr__(self) -> str:
+        return f"YahtzeeGame({self.label})"
+
+    def new_batch(self, n: int, seed: int, first_game: int = 0):
+        return new_batch(n, self.rules, seed=seed, first_game=first_game)
+
+    def encode(self, batch) -> EncodedBatch:
+        return encode_yahtzee(batch, self.rules)
+
+    def encode_boundary(self, batch, games: np.ndarray) -> EncodedBatch:
+        g = np.asarray(games, np.int64)
+        return encode_yahtzee_boundary(batch.box_scores[g], batch.upper_raw[g], self.rules)
+
+    def to_engine(self, shared: np.ndarray) -> np.ndarray:
+        return shared_action_to_yahtzee(shared)
+
+    def to_shared(self, actions: np.ndarray) -> np.ndarray:
+        return yahtzee_action_to_shared(actions)
+
+    def turn_start(self, batch) -> np.ndarray:
+        return (np.asarray(batch.rolls_left) == 2) & ~np.asarray(batch.done)
+
+    def bonus_reached(self, batch) -> np.ndarray:
+        return (np.asarray(batch.upper_raw) >= UPPER_BONUS_THRESHOLD).astype(np.float32)
+
+
+__all__ = ["YahtzeeGame", "encode_yahtzee_positions", "encode_yahtzee_boundary"]

@@ -1,0 +1,174 @@
+"""Grading Yamb agents: exact regret on a single-column game, a paired baseline elsewhere.
+
+* A game of one ``down``, ``up`` or ``free`` column has an exact oracle
+  (:func:`yamblab.oracle.yamb_oracles.column_oracle`): every decision is charged its
+  **regret**, the oracle's value of the best action minus that of the chosen one (seed 003's
+  grading, the same as Yahtzee's). A game's regrets add up to its expected shortfall from
+  optimal play, with far less noise than its score.
+* A card of several columns has no exact oracle: the games are played on fixed dice and
+  compared with a baseline bot (the heuristic by default) on the **same** dice: the mean score,
+  its CI, and the paired difference with its CI (Student t over games; scipy).
+
+Agents are duck-typed: ``act(batch) -> int64 (n,)`` engine actions (-1 for finished games)
+and an optional ``reset(batch)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from yamblab.games.yamb.rules import ROW_LABELS
+from yamblab.oracle.grading import GradeReport, mean_ci
+
+CHUNK = 500
+
+
+def decision_names(rules) -> tuple[str, ...]:
+    """Kinds of Yamb decisions: the keep after each roll but the last, the box, the announcement."""
+    return tuple(f"keep {j}" for j in range(1, rules.max_rolls)) + ("box", "announce")
+
+
+def column_regrets(oracle, batch, actions: np.ndarray) -> np.ndarray:
+    """Regret (expected points lost, ≥ 0) of each game's engine action in a single-column batch.
+
+    Args:
+        oracle: a ``ColumnOracle`` or ``FreeColumnOracle`` whose rules the batch plays.
+        batch: a :class:`~yamblab.games.yamb.engine.YambBatch` (one column).
+        actions: int64 (n,) engine actions about to be applied (-1: none).
+
+    Returns:
+        float64 (n,), 0 for finished games and games without an action.
+
+    Raises:
+        IllegalActionError: an action the oracle does not know (e.g. an announcement).
+    """
+    from yamblab.errors import IllegalActionError
+
+    free = oracle.rules.columns[0] == "free"
+    rows = oracle.rules.rows
+    out = np.zeros(batch.n)
+    for i in np.flatnonzero((np.asarray(actions) >= 0) & ~np.asarray(batch.done)):
+        a = int(actions[i])
+        if a < batch.n_placements:
+            name = f"score:{rows[a]}" if free else "score"
+        elif a < batch.announce_offset:
+            name = f"hold:{a - batch.hold_offset}"
+        else:
+            raise IllegalActionError(f"game {i}: a single {oracle.rules.columns[0]} column has no announcements")
+        q = oracle.action_values(batch.card[i, 0].tolist(), batch.dice[i].tolist(), int(batch.rolls_used[i]))
+        if name not in q:
+            raise IllegalActionError(f"game {i}: action {name!r} is not available; choose from {', '.join(q)}")
+        out[i] = max(q.values()) - q[name]
+    return out
+
+
+def play_scores(agent, game, games: int, seed: int, first_game: int = 0) -> np.ndarray:
+    """Final scores (points, float64 (games,)) of ``agent`` on games ``first_game`` … of ``seed``."""
+    out = []
+    for start in range(0, int(games), CHUNK):
+        n = min(CHUNK, int(games) - start)
+        b = game.new_batch(n, seed=seed, first_game=first_game + start)
+        if hasattr(agent, "reset"):
+            agent.reset(b)
+        while not b.done.all():
+            b.step(agent.act(b))
+        out.append(b.total.astype(np.float64))
+    return np.concatenate(out)
+
+
+def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0, oracle=None,
+               baseline=None, baseline_scores: np.ndarray | None = None, progress: bool = False) -> GradeReport:
+    """Play ``games`` seeded Yamb games with ``agent`` and grade them.
+
+    Args:
+        agent: any agent of ``game`` (``act``/``reset``; engine actions).
+        game: a :class:`~yamblab.games.yamb.game.YambGame`.
+        games: number of games (game numbers ``first_game`` … of dice seed ``seed``).
+        oracle: the exact oracle of a single-column game (default: built for one when the
+            game has one; pass ``False`` to skip regret).
+        baseline: an agent to compare with on the same dice (cards without an oracle); or
+            ``baseline_scores``: its scores on these games, float64 (games,), already played.
+        progress: a progress bar over games.
+
+    Returns:
+        :class:`~yamblab.oracle.grading.GradeReport` (game ``"yamb"``): regret per game, by
+        decision kind (:func:`decision_names`) and by row, when there is an oracle; the paired
+        difference from the baseline when one is given; ``upper_bonus_rate`` is the share of
+        the card's columns whose upper bonus was reached.
+
+    Raises:
+        ValueError: ``games`` < 1.
+        IllegalActionError: the agent chose an illegal action.
+    """
+    if int(games) < 1:
+        raise ValueError(f"number of games must be at least 1, got {games}")
+    rules = game.rules
+    if oracle is None and getattr(game, "oracle_column", None):
+        from yamblab.oracle.yamb_oracles import column_oracle
+
+        oracle = column_oracle(rules)
+    names = decision_names(rules)
+    by_decision = np.zeros(len(names))
+    by_row = np.zeros(rules.n_rows)
+    scores, regrets, bonus = [], [], []
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=int(games), desc=f"grading {getattr(agent, 'name', 'agent')}", unit="games")
+    for start in range(0, int(games), CHUNK):
+        n = min(CHUNK, int(games) - start)
+        b = game.new_batch(n, seed=seed, first_game=first_game + start)
+        if hasattr(agent, "reset"):
+            agent.reset(b)
+        g_reg = np.zeros(n)
+        while not b.done.all():
+            a = np.asarray(agent.act(b), dtype=np.int64)
+            if oracle:
+                live = ~np.asarray(b.done)
+                r = column_regrets(oracle, b, a)
+                kind = np.where(a < b.n_placements, len(names) - 2,
+                                np.where(a >= b.announce_offset, len(names) - 1,
+                                         np.asarray(b.rolls_used, np.int64) - 1))
+                np.add.at(by_decision, kind[live], r[live])
+                box = live & (a >= 0) & (a < b.n_placements)
+                np.add.at(by_row, a[box] % rules.n_rows, r[box])
+                g_reg += r
+            b.step(a)
+        scores.append(b.total.astype(np.float64))
+        bonus.append(game.bonus_reached(b))
+        regrets.append(g_reg)
+        if bar is not None:
+            bar.update(n)
+    if bar is not None:
+        bar.close()
+    s = np.concatenate(scores)
+    m, lo, hi = mean_ci(s)
+    if oracle:
+        g = np.concatenate(regrets)
+        rm, rlo, rhi = mean_ci(g)
+    else:
+        g = np.full(s.size, np.nan)
+        rm, rlo, rhi = float("nan"), float("nan"), float("nan")
+    up = float(np.concatenate(bonus).mean()) if rules.upper_bonus > 0 else None
+    report = GradeReport(
+        agent=getattr(agent, "name", "agent"), rules=game.label, games=int(games), seed=int(seed),
+        mean=m, ci=(lo, hi), sd=float(s.std(ddof=1)) if s.size > 1 else 0.0,
+        median=float(np.median(s)), p90=float(np.percentile(s, 90)),
+        upper_bonus_rate=up, yahtzee_rate=None, regret_mean=rm, regret_ci=(rlo, rhi),
+        regret_by_decision={k: float(v / games) for k, v in zip(names, by_decision)} if oracle else {},
+        regret_by_box={ROW_LABELS[rules.rows[i]]: float(by_row[i] / games) for i in range(rules.n_rows)}
+        if oracle else {},
+        scores=s, regrets=g, game="yamb")
+    if baseline is not None or baseline_scores is not None:
+        if baseline_scores is None:
+            baseline_scores = play_scores(baseline, game, games, seed, first_game)
+        d = s - np.asarray(baseline_scores, np.float64)
+        dm, dlo, dhi = mean_ci(d)
+        report.baseline_agent = getattr(baseline, "name", "baseline")
+        report.baseline_mean = float(np.mean(baseline_scores))
+        report.diff_mean, report.diff_ci = dm, (dlo, dhi)
+    return report
+
+
+__all__ = ["grade_yamb", "column_regrets", "play_scores", "decision_names"]

@@ -1,0 +1,285 @@
+"""Expectimax for Yamb over exact dice chance nodes, for 5 and 6 dice (seed 000, "The Approach").
+
+* :class:`YambFullTurnSearch` plays the rest of the turn exactly — every reroll, every box,
+  whether to announce after the first roll, the longer last turn — against a
+  :class:`~yamblab.search.valuation.Valuation` of the card the turn leaves: it is Yamb's
+  per-turn pass (:class:`~yamblab.oracle.yamb_turn.TurnPlanner`) with the box valuation
+  ``W(box, s) = points the box adds now + V(card with s in the box)``. The valuation is asked
+  once per turn, for every box the turn may end in and every score that box can take, all
+  games in one batched call. With the exact oracle of a single-column game as valuation it is
+  optimal play.
+* :class:`YambOneStepSearch` is seed 000's search: every legal move valued one step ahead. A
+  hold by the exact average over every outcome of the rerolled dice (``P(roll | keep)``) of
+  the value at the position that follows; a box by its points plus the value of the card it
+  leaves; an announcement by the value of the same dice with that row announced. All leaves of
+  all games of a step go through one batched call of the valuation.
+
+Both return **Q** for every action in the shared 208-action space
+(:mod:`yamblab.games.encoding`): expected points still to come from the position (this turn
+included) after the action; ``-inf`` for illegal actions and finished games.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from yamblab.games.dice6 import dice_tables
+from yamblab.games.encoding import N_ACTIONS
+from yamblab.games.yamb.engine import yamb_action_to_shared
+from yamblab.games.yamb.game import encode_yamb_boundary, encode_yamb_positions
+from yamblab.games.yamb.rules import YambRules, column_next_rows
+from yamblab.oracle.yamb_turn import NEG, TurnPlanner
+
+CHUNK = 128
+
+
+def _shared_index(rules: YambRules) -> np.ndarray:
+    return yamb_action_to_shared(rules, np.arange(rules.n_columns * rules.n_rows + (1 << rules.n_dice)
+                                                  + rules.n_rows))
+
+
+def to_shared_q(rules: YambRules, q: np.ndarray) -> np.ndarray:
+    """Engine-space Q (n, A) → shared-space Q float64 (n, 208), ``-inf`` elsewhere."""
+    out = np.full((q.shape[0], N_ACTIONS), -np.inf)
+    out[:, _shared_index(rules)] = q
+    return out
+
+
+class YambFullTurnSearch(TurnPlanner):
+    """Exact play to the end of the turn against a valuation of boundary cards.
+
+    Args:
+        rules: the Yamb rule set.
+        valuation: a :class:`~yamblab.search.valuation.Valuation` (a network, or the exact
+            oracle of a single-column game).
+
+    Attributes:
+        leaves: boundary cards valued so far (a throughput counter).
+    """
+
+    name = "full-turn search"
+
+    def __init__(self, rules: YambRules, valuation):
+        super().__init__(rules)
+        self.valuation = valuation
+        S = self.S[:, :, :rules.max_rolls]
+        #: distinct scores each row can take, one int64 array per row
+        self.row_scores = [np.unique(S[:, r, :]) for r in range(rules.n_rows)]
+        self._W = None
+        self._Wturn = None
+        self.leaves = 0
+
+    def reset(self, batch=None) -> None:
+        self._W = None
+        self._K = None
+        self._key = None
+
+    # ------------------------------------------------------------------ valuation
+    def box_values(self, batch, games: np.ndarray) -> np.ndarray:
+        """``W`` float64 (len(games), C, R, smax + 1), computed once per game and turn."""
+        n = batch.n
+        r = self.rules
+        if self._W is None or self._W.shape[0] != n:
+            self._W = np.full((n, r.n_columns, r.n_rows, self.smax + 1), NEG)
+            self._Wturn = np.full(n, -1, np.int64)
+        games = np.asarray(games, np.int64)
+        turn = batch.turn[games].astype(np.int64)
+        stale = games[self._Wturn[games] != turn]
+        if stale.size:
+            self._fill(batch, stale)
+            self._Wturn[stale] = batch.turn[stale]
+        return self._W[games]
+
+    def _fill(self, batch, games: np.ndarray) -> None:
+        r = self.rules
+        gain = self._immediate_gain(batch, games)                    # (B, C, R, smax+1)
+        cards = batch.card[games]
+        owner, col, row, score = [], [], [], []
+        for bi in range(len(games)):
+            card = cards[bi]
+            for c, kind in enumerate(r.columns):
+                rows = column_next_rows(kind, [int(x) < 0 for x in card[c]])
+                for rr in rows:
+                    s = self.row_scores[rr]
+                    owner.append(np.full(s.size, bi))
+                    col.append(np.full(s.size, c))
+                    row.append(np.full(s.size, rr))
+                    score.append(s)
+        W = np.full(gain.shape, NEG)
+        if owner:
+            o = np.concatenate(owner)
+            c = np.concatenate(col)
+            rr = np.concatenate(row)
+            s = np.concatenate(score).astype(np.int64)
+            nxt = cards[o].copy()
+            nxt[np.arange(o.size), c, rr] = s
+            full = (nxt >= 0).reshape(o.size, -1).all(axis=1)
+            v = np.zeros(o.size)
+            live = np.flatnonzero(~full)
+            if live.size:
+                v[live] = self.valuation.values(encode_yamb_boundary(r, nxt[live]))
+                self.leaves += live.size
+            W[o, c, rr, s] = gain[o, c, rr, s] + v
+        self._W[games] = W
+
+    # ------------------------------------------------------------------ action values
+    def action_values(self, batch) -> np.ndarray:
+        """Q of every engine action, float64 (n, A): ``-inf`` where illegal or finished."""
+        r = self.rules
+        n = batch.n
+        if self._K is None or self._K.shape[0] != n:
+            self._K = np.zeros((n, r.max_rolls - 1 if r.max_rolls > 1 else 1, self.tables.n_keeps))
+            self._key = np.full(n, -1, dtype=np.int64)
+        P, H = batch.n_placements, batch.n_holds
+        q = np.full((n, batch.n_actions), -np.inf)
+        live = np.flatnonzero(~batch.done)
+        if live.size == 0:
+            return q
+        legal = batch.legal_actions()
+        hold_keeps = batch.hold_keeps()
+        ridx = batch.roll_indices()
+        for start in range(0, live.size, CHUNK):
+            games = live[start:start + CHUNK]
+            W = self.box_values(batch, games)
+            stale = self._key[games] != self._plan_key(batch, games)
+            rm = batch.rolls_max[games]
+            for m in np.unique(rm[stale]):          # a turn's plan needs its own number of rolls
+                sel = np.flatnonzero(stale & (rm == m))
+                self._plan(batch, games[sel], W[sel])
+            B = len(games)
+            ru = batch.rolls_used[games].astype(np.int64)
+            s_now = np.take_along_axis(self.S[ridx[games]], (ru - 1)[:, None, None].repeat(r.n_rows, 1),
+                                       axis=2)[:, :, 0]                       # (B, R)
+            place = W[np.arange(B)[:, None, None], np.arange(r.n_columns)[None, :, None],
+                      np.arange(r.n_rows)[None, None, :], s_now[:, None, :]].reshape(B, -1)
+            lg = legal[games]
+            q[games, :P] = np.where(lg[:, :P], place, -np.inf)
+            jj = np.clip(ru - 1, 0, self._K.shape[1] - 1)
+            hv = np.take_along_axis(self._K[games, jj], hold_keeps[games], axis=1)
+            q[games, P:P + H] = np.where(lg[:, P:P + H], hv, -np.inf)
+            can = np.flatnonzero(lg[:, P + H:].any(axis=1))
+            if can.size:
+                av, _ = self._announce_values(batch, games[can], W[can], hold_keeps[games[can]], ridx[games[can]])
+                q[games[can], P + H:] = np.where(lg[can, P + H:], av, -np.inf)
+        return q
+
+    def q(self, batch) -> np.ndarray:
+        """Q in the shared action space, float64 (n, 208)."""
+        return to_shared_q(self.rules, self.action_values(batch))
+
+
+class YambOneStepSearch:
+    """Seed 000's one-step expectimax for Yamb with a valuation at the leaves.
+
+    Args:
+        rules: the Yamb rule set.
+        valuation: a :class:`~yamblab.search.valuation.Valuation` that values positions with
+            dice (a network's value head) as well as boundary cards.
+    """
+
+    def __init__(self, rules: YambRules, valuation):
+        self.rules = rules
+        self.valuation = valuation
+        self.turn = YambFullTurnSearch(rules, valuation)   # its W: the placements' leaves
+        self.tables = dice_tables(rules.n_dice)
+
+    def reset(self, batch=None) -> None:
+        self.turn.reset()
+
+    def action_values(self, batch) -> np.ndarray:
+        """Q of every engine action, float64 (n, A): ``-inf`` where illegal or finished."""
+        r = self.rules
+        t = self.tables
+        n = batch.n
+        P, H = batch.n_placements, batch.n_holds
+        q = np.full((n, batch.n_actions), -np.inf)
+        live = np.flatnonzero(~batch.done)
+        if live.size == 0:
+            return q
+        legal = batch.legal_actions()
+        ridx = batch.roll_indices()
+        # placements: points now + V(card left), from the full-turn search's box values
+        W = self.turn.box_values(batch, live)
+        ru = batch.rolls_used[live].astype(np.int64)
+        s_now = np.take_along_axis(self.turn.S[ridx[live]], (ru - 1)[:, None, None].repeat(r.n_rows, 1),
+                                   axis=2)[:, :, 0]
+        B = live.size
+        place = W[np.arange(B)[:, None, None], np.arange(r.n_columns)[None, :, None],
+                  np.arange(r.n_rows)[None, None, :], s_now[:, None, :]].reshape(B, -1)
+        q[live, :P] = np.where(legal[live, :P], place, -np.inf)
+        # leaves with dice: every reroll outcome of every distinct keep, and every announcement
+        hold_keeps = batch.hold_keeps()
+        lg_g, lg_key, lg_p, lg_dice, lg_ru, lg_ann = [], [], [], [], [], []
+        for g in live:
+            holds = np.flatnonzero(legal[g, P:P + H])
+            dice = batch.dice[g]
+            for k in np.unique(hold_keeps[g, holds]):
+                outs = np.flatnonzero(t.p_roll_given_keep[k] > 0)
+                lg_g.append(np.full(outs.size, g))
+                lg_key.append(np.full(outs.size, k))
+                lg_p.append(t.p_roll_given_keep[k, outs])
+                lg_dice.append(_place_dice(dice, t.keeps[k], t.rolls[outs]))
+                lg_ru.append(np.full(outs.size, int(batch.rolls_used[g]) + 1))
+                lg_ann.append(np.full(outs.size, int(batch.announced[g])))
+            for row in np.flatnonzero(legal[g, P + H:]):
+                lg_g.append(np.array([g]))
+                lg_key.append(np.array([-1 - row]))
+                lg_p.append(np.array([1.0]))
+                lg_dice.append(dice[None].astype(np.int8))
+                lg_ru.append(np.array([int(batch.rolls_used[g])]))
+                lg_ann.append(np.array([row]))
+        if lg_g:
+            g = np.concatenate(lg_g)
+            key = np.concatenate(lg_key)
+            p = np.concatenate(lg_p)
+            enc = encode_yamb_positions(r, batch.card[g], np.concatenate(lg_dice), np.concatenate(lg_ru),
+                                        batch.rolls_max[g], np.concatenate(lg_ann))
+            v = self.valuation.values(enc)
+            code = g * (t.n_keeps + r.n_rows + 1) + np.where(key >= 0, key, t.n_keeps - 1 - key)
+            uniq, inv = np.unique(code, return_inverse=True)
+            val = np.bincount(inv.reshape(-1), weights=p * v, minlength=uniq.size)
+            table = dict(zip(uniq.tolist(), val.tolist()))
+            stride = t.n_keeps + r.n_rows + 1
+            for gg in live:
+                holds = np.flatnonzero(legal[gg, P:P + H])
+                if holds.size:
+                    q[gg, P + holds] = [table[gg * stride + int(k)] for k in hold_keeps[gg, holds]]
+                for row in np.flatnonzero(legal[gg, P + H:]):
+                    q[gg, P + H + row] = table[gg * stride + t.n_keeps + row]
+        return q
+
+    def q(self, batch) -> np.ndarray:
+        """Q in the shared action space, float64 (n, 208)."""
+        return to_shared_q(self.rules, self.action_values(batch))
+
+
+def _place_dice(dice: np.ndarray, keep_hist: np.ndarray, roll_hists: np.ndarray) -> np.ndarray:
+    """Physical dice after holding ``keep_hist`` from ``dice`` and rolling to each roll.
+
+    Held dice stay in their slots (lowest slots first for equal faces); the rerolled slots get
+    the faces ``roll − keep`` in ascending order.
+
+    Args:
+        dice: int (d,) faces 1..6; keep_hist: int (6,) face counts held; roll_hists: int
+            (m, 6) face counts of the whole roll after the reroll.
+
+    Returns:
+        int8 (m, d).
+    """
+    need = np.asarray(keep_hist, np.int64).copy()
+    held = np.zeros(dice.size, bool)
+    for i, f in enumerate(dice):
+        if need[f - 1] > 0:
+            need[f - 1] -= 1
+            held[i] = True
+    m = roll_hists.shape[0]
+    out = np.repeat(dice[None, :].astype(np.int8), m, axis=0)
+    free = np.flatnonzero(~held)
+    if free.size:
+        diff = roll_hists.astype(np.int64) - np.asarray(keep_hist, np.int64)[None]
+        faces = np.repeat(np.tile(np.arange(1, 7), (m, 1)).ravel(), diff.ravel()).reshape(m, free.size)
+        out[:, free] = faces
+    return out
+
+
+__all__ = ["YambFullTurnSearch", "YambOneStepSearch", "to_shared_q"]

@@ -44,6 +44,7 @@ extensions = [
     Extension("yamblab.games.yamb._engine", ["yamblab/games/yamb/_engine.pyx"], **common),
     Extension("yamblab.oracle._yamb_free", ["yamblab/oracle/_yamb_free.pyx"], **common),
     Extension("yamblab.oracle._target", ["yamblab/oracle/_target.pyx"], **common),
+    Extension("yamblab.oracle._occupancy", ["yamblab/oracle/_occupancy.pyx"], **common),
 ]
 
 setup(ext_modules=cythonize(extensions, include_path=["yamblab/games"],

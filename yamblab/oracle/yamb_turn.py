@@ -43,22 +43,43 @@ def row_par(rules: YambRules) -> np.ndarray:
     return out
 
 
-def _turn_dp(rules: YambRules, best: np.ndarray):
-    """Within-turn DP. best: (B, L, n_rolls) value of stopping at roll j with each roll.
+def _turn_dp(rules: YambRules, best: np.ndarray, best_pure: np.ndarray | None = None):
+    """Within-turn DP over dice histograms (seed 001's recurrences).
 
-    Returns (K, v0): K (B, L-1, n_keeps) values of each keep after roll j; v0 (B,) value
-    before the first roll.
+    Args:
+        best: float (B, L, n_rolls): the value of stopping at roll ``j`` (0-based) with each
+            roll (order of :func:`~yamblab.games.dice6.dice_tables`), the best box then;
+            row 0 is the first roll.
+        best_pure: float (B, L, n_rolls) or ``None``: the same for a **pure** roll, one made by
+            rerolling every die (the empty keep) — under ``announce_free_on_pure_roll`` it may
+            also be scored in the announce column (JambNeuralNetwork's ``jamb_jax.py``,
+            ``pure_hand``). The first roll is always pure: ``v0`` uses ``best_pure[:, 0]``.
+            ``None``: pure rolls are worth what other rolls are (``best``).
+
+    Returns:
+        (K, v0): K float (B, L-1, n_keeps), the value of each keep after roll ``j`` (the empty
+        keep, index 0, leads to a pure roll); v0 float (B,), the value before the first roll.
     """
     t = dice_tables(rules.n_dice)
     B, L, _ = best.shape
     PT = t.p_roll_given_keep.T
     K = np.empty((B, max(L - 1, 0), t.n_keeps))
-    v = best[:, L - 1]
+    if best_pure is None:
+        best_pure = best
+    elif best_pure.shape != best.shape:
+        raise ValueError(f"best_pure {best_pure.shape} must have the shape of best {best.shape}")
+    has_pure = best_pure is not best
+    p_empty = t.p_roll_given_keep[0]
+    v, vp = best[:, L - 1], best_pure[:, L - 1]
     for j in range(L - 2, -1, -1):
         kj = v @ PT
+        if has_pure:
+            kj[:, 0] = vp @ p_empty                     # the empty keep: every die rerolled
         K[:, j] = kj
-        v = np.maximum(best[:, j], kj[:, t.sub_keeps].max(axis=2))
-    return K, v @ t.p_roll_given_keep[0]
+        sub = kj[:, t.sub_keeps].max(axis=2)
+        v = np.maximum(best[:, j], sub)
+        vp = np.maximum(best_pure[:, j], sub) if has_pure else v
+    return K, vp @ p_empty
 
 
 class TurnPlanner:
@@ -74,6 +95,11 @@ class TurnPlanner:
         self.tables = dice_tables(rules.n_dice)
         self.S = score_table(rules).astype(np.int64)               # (n_rolls, R, Lmax)
         self.smax = int(self.S.max())
+        self._K = None
+        self._key = None
+
+    def reset(self, batch=None) -> None:
+        """Forget the plans of the previous batch (called before a new batch)."""
         self._K = None
         self._key = None
 
@@ -110,14 +136,19 @@ class TurnPlanner:
         return g
 
     # ------------------------------------------------------------------ planning
-    def _legal_by_roll(self, batch, games, L):
-        """bool (B, C, R, L): boxes the order allows at roll j without an announcement."""
+    def _legal_by_roll(self, batch, games, L, pure: bool = False):
+        """bool (B, C, R, L): boxes the rules allow at roll j (0-based) without an announcement.
+
+        Roll 0 is the first roll (pure). ``pure``: the later rolls are pure ones (every die
+        rerolled), which may also take the announce column under
+        ``rules.announce_free_on_pure_roll`` (:func:`~yamblab.games.yamb.rules.legal_boxes`).
+        """
         r = self.rules
         out = np.zeros((len(games), r.n_columns, r.n_rows, L), dtype=bool)
         for bi, g in enumerate(games):
             card = batch.card[g].tolist()
             first = legal_boxes(r, card, 1, None)
-            later = legal_boxes(r, card, 2, None) if L > 1 else []
+            later = legal_boxes(r, card, 2, None, pure=pure) if L > 1 else []
             for c, row in first:
                 out[bi, c, row, 0] = True
             for c, row in later:
@@ -125,34 +156,62 @@ class TurnPlanner:
         return out
 
     def _plan(self, batch, games: np.ndarray, W: np.ndarray) -> None:
-        """Compute the keep values K for unannounced or announced play of ``games``."""
+        """Compute the keep values K for unannounced or announced play of ``games``.
+
+        Games are planned in groups of equal turn length (``batch.rolls_max``: the last turn
+        may have more rolls), each with its own horizon. Under
+        ``rules.announce_free_on_pure_roll`` an unannounced roll made by rerolling every die
+        may also be scored in the announce column: the DP carries it (``best_pure``).
+        """
         r = self.rules
-        L = int(batch.rolls_max[games].max())
-        S = self.S[:, :, :L]                                         # (n_rolls, R, L)
-        rows = np.arange(r.n_rows)[:, None, None]
-        Wr = W[:, :, rows, S.transpose(1, 2, 0)]                    # (B, C, R, L, n_rolls)
-        ann = batch.announced[games]
-        legal = self._legal_by_roll(batch, games, L)
+        rm = batch.rolls_max[games].astype(np.int64)
         ac = r.announce_column
-        for bi in np.flatnonzero(ann >= 0):
-            legal[bi] = False
-            legal[bi, ac, ann[bi], :] = True
-        Wr = np.where(legal[..., None], Wr, NEG)
-        best = Wr.max(axis=(1, 2))                                   # (B, L, n_rolls)
-        # games whose turn is shorter than L: later rolls are never reached
-        K, _ = _turn_dp(r, best)
-        self._K[games, :K.shape[1]] = K
+        rows = np.arange(r.n_rows)[:, None, None]
+        for L in np.unique(rm):
+            L = int(L)
+            sel = np.flatnonzero(rm == L)
+            g = games[sel]
+            S = self.S[:, :, :L]                                     # (n_rolls, R, L)
+            Wr = W[sel][:, :, rows, S.transpose(1, 2, 0)]            # (B, C, R, L, n_rolls)
+            ann = batch.announced[g]
+            legal = self._legal_by_roll(batch, g, L)
+            pure = self._legal_by_roll(batch, g, L, pure=True) \
+                if r.announce_free_on_pure_roll and L > 1 else None
+            for bi in np.flatnonzero(ann >= 0):
+                legal[bi] = False
+                legal[bi, ac, ann[bi], :] = True
+                if pure is not None:
+                    pure[bi] = legal[bi]
+            best = np.where(legal[..., None], Wr, NEG).max(axis=(1, 2))     # (B, L, n_rolls)
+            best_pure = None
+            if pure is not None:
+                # A pure roll adds announce-column boxes to the legal ones (no others).
+                extra = pure[:, ac] & ~legal[:, ac]                          # (B, R, L)
+                best_pure = np.maximum(best, np.where(extra[..., None], Wr[:, ac], NEG).max(axis=1))
+            K, _ = _turn_dp(r, best, best_pure)
+            self._K[g, :K.shape[1]] = K
         self._key[games] = self._plan_key(batch, games)
 
     def _plan_key(self, batch, games):
         return batch.turn[games].astype(np.int64) * 64 + batch.announced[games].astype(np.int64) + 1
 
     def _announce_values(self, batch, games, W, hold_keeps, ridx):
-        """Value of announcing each row now (roll 1): float (B, R), NEG where not possible."""
+        """Value of announcing each row now (roll 1).
+
+        Args:
+            W: float (B, C, R, smax + 1) box values of ``games``; hold_keeps: int (B, 2**n)
+            keep index of each hold mask; ridx: int (B,) roll index of the dice.
+
+        Returns:
+            (values, Ks): values float (B, R), NEG where the row cannot be announced; Ks maps a
+            row to (idx, K): the positions in ``games`` where it is open and their keep values
+            after announcing it, float (len(idx), Lmax - 1, n_keeps), zero past a game's last
+            roll. Each game's horizon is its own ``batch.rolls_max`` (the last turn may have
+            more rolls).
+        """
         r = self.rules
         ac = r.announce_column
-        L = r.rolls
-        S = self.S[:, :, :L]
+        rm = batch.rolls_max[games].astype(np.int64)
         out = np.full((len(games), r.n_rows), NEG)
         Ks = {}
         for row in range(r.n_rows):
@@ -160,14 +219,21 @@ class TurnPlanner:
             if not openg.any():
                 continue
             idx = np.flatnonzero(openg)
-            # Many games value this box alike (e.g. a combination row): solve each value once.
-            uniq, inv = np.unique(W[idx, ac, row], axis=0, return_inverse=True)
-            K = _turn_dp(r, uniq[:, S[:, row, :].T])[0][inv.reshape(-1)]   # (b, L-1, n_keeps)
-            now = W[idx, ac, row, S[ridx[idx], row, 0]]
-            val = now
-            if L > 1:
-                hv = np.take_along_axis(K[:, 0], hold_keeps[idx], axis=1).max(axis=1)
-                val = np.maximum(now, hv)
+            Lmax = int(rm[idx].max())
+            K = np.zeros((len(idx), max(Lmax - 1, 0), self.tables.n_keeps))
+            val = W[idx, ac, row, self.S[ridx[idx], row, 0]]          # score the first roll
+            for L in np.unique(rm[idx]):
+                L = int(L)
+                part = np.flatnonzero(rm[idx] == L)
+                sub = idx[part]
+                S = self.S[:, row, :L]                                 # (n_rolls, L)
+                # Many games value this box alike (e.g. a combination row): solve each once.
+                uniq, inv = np.unique(W[sub, ac, row], axis=0, return_inverse=True)
+                Kp = _turn_dp(r, uniq[:, S.T])[0][inv.reshape(-1)]    # (b, L-1, n_keeps)
+                K[part, :L - 1] = Kp
+                if L > 1:
+                    hv = np.take_along_axis(Kp[:, 0], hold_keeps[sub], axis=1).max(axis=1)
+                    val[part] = np.maximum(val[part], hv)
             out[idx, row] = val
             Ks[row] = (idx, K)
         return out, Ks

@@ -1,4 +1,4 @@
-"""The batched Yamb engine: many games at once under any :class:`~yamblab.games.yamb.YambRules`.
+"""The batched Yamb engine: many games at once under any :class:`~yamblab.games.yamb.rules.YambRules`.
 
 The hot loops are Cython (:mod:`yamblab.games.yamb._engine`); this wrapper builds the rule
 tables (scores from the reference :func:`~yamblab.games.yamb.score_table`), validates actions

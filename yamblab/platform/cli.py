@@ -92,26 +92,18 @@ def oracle_build(
 @oracle_app.command("evaluate")
 @user_errors
 def oracle_evaluate(
-    valuation: str = typer.Option("zero", help="zero (greedy) or oracle."),
+    valuation: str = typer.Option("zero", help="zero (greedy), oracle, a rule of thumb (average, "
+                                               "average-step, average-ramp, fit, fit-stages, tuned-ramp), "
+                                               "a rule file (.json/.yaml), a table (.npy) or a checkpoint (.pt)."),
     rules: str = typer.Option("forced", help=RULES_HELP),
+    breakdown: bool = typer.Option(False, help="Also the exact regret per game by decision and by box, "
+                                               "box means and the bonus rate (forward pass)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ):
     """Exact expected score of turn-perfect play against a valuation (no sampling noise)."""
-    from yamblab.agents.yahtzee_agents import zero_valuation
-    from yamblab.oracle.policy_eval import expected_score
-    from yamblab.oracle.table import OracleTable
+    from yamblab.platform.valuation_cli import evaluate_command
 
-    r = _rules(rules)
-    table = OracleTable.get(r)
-    if valuation == "zero":
-        W = zero_valuation()
-    elif valuation == "oracle":
-        W = table.values
-    else:
-        raise _bad_choice("valuation", valuation, ["zero", "oracle"])
-    v = expected_score(W, r)
-    typer.echo(f"turn-perfect play against the {valuation} valuation ({r.name}): exact expected "
-               f"score {v:.4f} points; optimal {table.new_game_value:.4f}; shortfall "
-               f"{table.new_game_value - v:.4f}")
+    evaluate_command(valuation, rules, breakdown, as_json)
 
 
 @app.command()
@@ -412,6 +404,7 @@ def _mount_optional(name: str, module: str, help_text: str) -> None:
 
 
 _mount_optional("model", "yamblab.model.cli", "The network: presets and summaries.")
+_mount_optional("valuation", "yamblab.platform.valuation_cli", "Rules of thumb: exact evaluation and tuning.")
 
 
 def main() -> None:

@@ -1,0 +1,155 @@
+"""The exact expected score of a trained network's full-turn search (issue 10; seed 003's method).
+
+Full-turn search plays every turn exactly against the network's value of the boundary states
+the turn can end in, so the network is a valuation: value every reachable boundary state in
+batched forward passes, and the backward pass of :mod:`yamblab.oracle.policy_eval` gives the
+exact expected score of the agent that plays against those values, with no sampling noise.
+
+**What the network is given.** A boundary state is (filled boxes, upper subtotal capped at 63,
+Yahtzee box), but the network's input is a whole card: each box's points, and the uncapped
+upper total. Each boundary state is therefore shown as one *canonical card*: lower boxes hold
+the representative points full-turn search uses for hypothetical cards
+(:data:`yamblab.search.expectimax.LOWER_REPRESENTATIVE`), the Yahtzee box 0 or 50, and the
+filled upper boxes the split of the subtotal closest to three of each face (for a capped 63,
+the smallest total of at least 63). In a real game the search shows the network the card as
+played, so a network whose value depends on more than the boundary state plays slightly
+differently there; the figure here is exact for the agent of the canonical values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from functools import lru_cache
+
+import numpy as np
+
+from yamblab.games.yahtzee.game import encode_yahtzee_boundary
+from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
+from yamblab.oracle.policy_eval import expected_score
+from yamblab.search.expectimax import LOWER_REPRESENTATIVE
+
+__all__ = ["canonical_cards", "network_table", "exact_network_score"]
+
+
+@lru_cache(maxsize=1)
+def _upper_splits() -> dict[int, dict[int, tuple[tuple[int, ...], int]]]:
+    """For each 6-bit upper mask: capped subtotal -> (points per upper box, uncapped total)."""
+    out: dict[int, dict[int, tuple[tuple[int, ...], int]]] = {}
+    for um in range(64):
+        faces = [f for f in range(6) if (um >> f) & 1]
+        best: dict[int, tuple[tuple[int, int], tuple[int, ...], int]] = {}
+        for counts in itertools.product(range(6), repeat=len(faces)):
+            total = sum((f + 1) * n for f, n in zip(faces, counts))
+            key = min(total, 63)
+            rank = (total - 63 if total >= 63 else 0, sum(abs(n - 3) for n in counts))
+            if key not in best or rank < best[key][0]:
+                pts = [-1] * 6
+                for f, n in zip(faces, counts):
+                    pts[f] = (f + 1) * n
+                best[key] = (rank, tuple(pts), total)
+        out[um] = {u: (p, t) for u, (_, p, t) in best.items()}
+    return out
+
+
+def canonical_cards(rules: YahtzeeRules = OFFICIAL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One canonical card per reachable, unfinished boundary state (see the module note).
+
+    Returns:
+        ``(states int64 (n, 3) of (mask12, ystate, upper), box_scores int16 (n, 13) with −1 for
+        open boxes, upper_raw int64 (n,))``; n = 536,448 reachable states less the two full
+        cards under official rules (without an upper bonus the subtotal lane is 0).
+    """
+    splits = _upper_splits()
+    states, scores, raws = [], [], []
+    lower_boxes = (6, 7, 8, 9, 10, 12)
+    hi = np.arange(64)                                  # bits 6..11 of mask12: the lower boxes but Yahtzee
+    low_pts = np.full((64, 6), -1, np.int16)
+    for i, b in enumerate(lower_boxes):
+        low_pts[:, i] = np.where((hi >> i) & 1, LOWER_REPRESENTATIVE[b], -1)
+    for um in range(64):
+        for u, (pts, total) in splits[um].items():
+            if not rules.upper_bonus and u != min(total, 63):
+                continue
+            for ys in range(3):
+                m12 = um | (hi << 6)
+                n = m12.size
+                sc = np.full((n, 13), -1, np.int16)
+                sc[:, :6] = pts
+                sc[:, list(lower_boxes)] = low_pts
+                sc[:, 11] = {0: -1, 1: 0, 2: 50}[ys]
+                keep = ~((m12 == 4095) & (ys > 0))
+                st = np.stack([m12, np.full(n, ys), np.full(n, u if rules.upper_bonus else 0)], axis=1)
+                states.append(st[keep])
+                scores.append(sc[keep])
+                raws.append(np.full(int(keep.sum()), total, np.int64))
+    states_a = np.concatenate(states).astype(np.int64)
+    scores_a = np.concatenate(scores)
+    raws_a = np.concatenate(raws)
+    if not rules.upper_bonus:                           # one lane: one card per (mask, ystate)
+        _, first = np.unique(states_a, axis=0, return_index=True)
+        states_a, scores_a, raws_a = states_a[first], scores_a[first], raws_a[first]
+    return states_a, scores_a, raws_a
+
+
+def network_table(net, rules: YahtzeeRules = OFFICIAL, chunk: int = 16384,
+                  progress: bool = False) -> tuple[np.ndarray, int]:
+    """The network's value of every reachable boundary state, as a valuation table.
+
+    Args:
+        net: a :class:`~yamblab.model.network.YambNet` (its ``predict_value``; the boundary
+            head when it has one).
+        chunk: positions per forward pass.
+
+    Returns:
+        ``(W float64 (4096, 3, 64), n_states)``: points still to come (0 for the full card and
+        unreachable entries, which the agent never looks at).
+    """
+    states, scores, raws = canonical_cards(rules)
+    W = np.zeros((4096, 3, 64))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(states), desc="network values", unit="states")
+    for i in range(0, len(states), chunk):
+        sl = slice(i, i + chunk)
+        enc = encode_yahtzee_boundary(scores[sl], raws[sl], rules)
+        v = np.asarray(net.predict_value(enc, chunk), dtype=np.float64)
+        s = states[sl]
+        W[s[:, 0], s[:, 1], s[:, 2]] = v
+        if bar is not None:
+            bar.update(len(s))
+    if bar is not None:
+        bar.close()
+    if not rules.upper_bonus:
+        W[:] = W[:, :, :1]
+    return W, len(states)
+
+
+def exact_network_score(net, rules: YahtzeeRules = OFFICIAL, oracle_value: float | None = None,
+                        chunk: int = 16384, progress: bool = False) -> dict:
+    """Exact expected score and regret per game of full-turn search on ``net``'s values.
+
+    Args:
+        net: the network (evaluated without gradients, on its current device).
+        rules: the variant.
+        oracle_value: the optimal expected score of ``rules`` (default: from the cached oracle).
+        chunk: positions per forward pass; progress: show a progress bar.
+
+    Returns:
+        dict with ``exact_score`` (points), ``exact_regret`` (optimal minus exact score, points
+        per game), ``optimal``, ``states_valued``, ``valuation_seconds`` (forward passes) and
+        ``evaluation_seconds`` (backward pass). No sampling noise.
+    """
+    if oracle_value is None:
+        from yamblab.oracle.table import OracleTable
+
+        oracle_value = OracleTable.get(rules).new_game_value
+    t0 = time.perf_counter()
+    W, n = network_table(net, rules, chunk, progress)
+    t1 = time.perf_counter()
+    score = expected_score(W, rules)
+    t2 = time.perf_counter()
+    return {"exact_score": score, "exact_regret": float(oracle_value) - score, "optimal": float(oracle_value),
+            "states_valued": n, "valuation_seconds": t1 - t0, "evaluation_seconds": t2 - t1}

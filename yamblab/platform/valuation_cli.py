@@ -1,0 +1,297 @@
+"""``yamblab valuation``: rules of thumb evaluated, compared and tuned exactly (seed 003).
+
+Commands:
+    yamblab valuation table    every row of seed 003's table: exact score, bonus rate, fit error
+    yamblab valuation tune     maximise a rule's exact expected score (coordinate descent, Optuna),
+                               logged to MLflow
+
+:func:`resolve_valuation` turns a ``--valuation`` argument (a name, a rule file, a ``.npy``
+table or a checkpoint) into a table; ``yamblab oracle evaluate`` uses it too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import typer
+
+from yamblab.errors import YamblabError
+
+app = typer.Typer(help="Rules of thumb: exact evaluation and tuning (seed 003).", no_args_is_help=True)
+
+RULES_HELP = "Rule variant, as for `yamblab oracle evaluate` (default forced, the official rules)."
+NAMES = ("zero", "oracle", "average", "average-step", "average-ramp", "fit", "fit-stages",
+         "tuned-ramp", "staged-ramp")
+VALUATION_HELP = (f"A name ({', '.join(NAMES)}), a rule file (.json/.yaml), a table (.npy, float64 "
+                  "(4096, 3, 64)) or a checkpoint (.pt).")
+
+
+def _user_errors(fn):
+    from yamblab.platform.cli import user_errors
+
+    return user_errors(fn)
+
+
+def _rules(text: str):
+    from yamblab.games.yahtzee.rules import YahtzeeRules
+
+    return YahtzeeRules.parse(text)
+
+
+def resolve_valuation(spec: str, rules, table, progress: bool = True) -> tuple[str, np.ndarray, dict]:
+    """The table of a ``--valuation`` argument.
+
+    Args:
+        spec: a name of :data:`NAMES`, or the path of a rule file, a ``.npy`` table or a
+            checkpoint (``.pt``; its network's value of every reachable boundary state).
+        rules: the variant; table: its :class:`~yamblab.oracle.table.OracleTable`.
+
+    Returns:
+        ``(label, W float64 (4096, 3, 64), extra)``: extra holds a fit's error or a network's
+        timings.
+
+    Raises:
+        YamblabError: an unknown name, a missing or unreadable file.
+    """
+    from yamblab.oracle import valuations as V
+
+    if spec == "oracle":
+        return "oracle", np.asarray(table.values), {}
+    if spec in ("fit", "fit-stages"):
+        from yamblab.oracle.occupancy import forward_occupancy
+
+        occ = forward_occupancy(table.values, rules, progress=progress)
+        rule, rms = V.fit_additive(table.values, occ.visits, 1 if spec == "fit" else 13, name=spec)
+        return spec, rule.table(rules), {"fit_rms": rms, "n_params": rule.n_params}
+    if spec in V.RULE_NAMES or spec in V.TUNED:
+        rule = V.named_rule(spec, rules)
+        return spec, rule.table(rules), {"n_params": rule.n_params}
+    p = Path(spec)
+    if not p.suffix:
+        raise V.UnknownVariantError(f"unknown valuation {spec!r}; choose one of {', '.join(NAMES)} or give a file")
+    if not p.is_file():
+        raise YamblabError(f"no valuation file at {spec}")
+    if p.suffix == ".npy":
+        try:
+            W = np.load(p, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise YamblabError(f"cannot read the table {spec}: {exc}") from None
+        if W.shape != (4096, 3, 64):
+            raise YamblabError(f"{spec} holds an array of shape {W.shape}, not (4096, 3, 64)")
+        return p.stem, W.astype(np.float64), {}
+    if p.suffix in (".pt", ".pth"):
+        from yamblab.learners.checkpoint import load_network
+        from yamblab.model.exact_score import network_table
+
+        net = load_network(str(p), map_location="cpu")
+        t0 = time.perf_counter()
+        W, n = network_table(net, rules, progress=progress)
+        return p.stem, W, {"states_valued": n, "valuation_seconds": time.perf_counter() - t0}
+    rule = V.load_rule(p)
+    return rule.name, rule.table(rules), {"n_params": rule.n_params}
+
+
+def evaluate_command(valuation: str, rules: str, breakdown: bool, as_json: bool) -> None:
+    """``yamblab oracle evaluate``: the exact score (and breakdown) of a valuation's agent."""
+    from yamblab.oracle.occupancy import forward_occupancy
+    from yamblab.oracle.policy_eval import expected_score
+    from yamblab.oracle.table import OracleTable
+
+    r = _rules(rules)
+    table = OracleTable.get(r)
+    label, W, extra = resolve_valuation(valuation, r, table, progress=not as_json)
+    t0 = time.perf_counter()
+    v = expected_score(W, r)
+    out = {"valuation": label, "rules": r.name, "exact_score": v, "optimal": table.new_game_value,
+           "exact_regret": table.new_game_value - v, "seconds": time.perf_counter() - t0, **extra}
+    if breakdown:
+        occ = forward_occupancy(W, r, oracle=table.values, progress=not as_json)
+        out.update(upper_bonus_rate=occ.upper_bonus_rate, yahtzee_bonus_points=occ.yahtzee_bonus_points,
+                   regret_by_decision=occ.regret_by_decision, regret_by_box=occ.regret_by_box,
+                   box_means=dict(zip(_labels(), map(float, occ.box_means))),
+                   box_zero_rate=dict(zip(_labels(), map(float, occ.box_zero_rate))))
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(f"turn-perfect play against the {label} valuation ({r.name}): exact expected score "
+               f"{v:.4f} points; optimal {table.new_game_value:.4f}; shortfall (exact regret per game) "
+               f"{table.new_game_value - v:.4f}  ({out['seconds']:.2f} s)")
+    if breakdown:
+        typer.echo(f"  upper bonus {100 * out['upper_bonus_rate']:.1f}%  Yahtzee bonus "
+                   f"{out['yahtzee_bonus_points']:.2f} points/game")
+        typer.echo("  exact regret by decision  " + "  ".join(
+            f"{k}: {x:.3f}" for k, x in out["regret_by_decision"].items()))
+        worst = sorted(out["regret_by_box"].items(), key=lambda kv: -kv[1])
+        typer.echo("  box decisions by box      " + "  ".join(f"{k}: {x:.3f}" for k, x in worst if x > 5e-4))
+        typer.echo(f"  {'box':16s} {'mean':>7s} {'zero %':>7s}")
+        for k in _labels():
+            typer.echo(f"  {k:16s} {out['box_means'][k]:7.2f} {100 * out['box_zero_rate'][k]:7.1f}")
+
+
+def _labels():
+    from yamblab.games.yahtzee.rules import BOX_LABELS
+
+    return BOX_LABELS
+
+
+#: seed 003's figures for each row of its table: (exact score, upper-bonus rate or None)
+SEED_003 = {
+    "zero": (217.38, 0.031), "average": (235.00, 0.204), "average-step": (232.32, None),
+    "average-ramp": (243.20, 0.596), "fit": (241.14, None), "fit-stages": (239.09, None),
+    "tuned-ramp": (251.82, 0.637),
+}
+SEED_003_FIT = {"fit": 5.16, "fit-stages": 2.53}
+ROW_TITLES = {
+    "zero": "greedy (zero valuation)",
+    "average": "average values",
+    "average-step": "+ bonus as a 35-point step",
+    "average-ramp": "+ bonus as a ramp, + 9 for a Yahtzee",
+    "fit": "least-squares fit (visited states)",
+    "fit-stages": "the same fitted per stage",
+    "tuned-ramp": "tuned ramp (17 parameters)",
+    "staged-ramp": "richer: staged tuned ramp",
+}
+
+
+def table_rows(rules, progress: bool = True) -> list[dict]:
+    """Every row of seed 003's table, computed exactly: score, bonus rate, regret, fit error."""
+    from yamblab.oracle import valuations as V
+    from yamblab.oracle.occupancy import forward_occupancy
+    from yamblab.oracle.table import OracleTable
+
+    table = OracleTable.get(rules)
+    rows = []
+    names = ["zero", "average", "average-step", "average-ramp", "fit", "fit-stages"] + list(V.TUNED)
+    for name in names:
+        label, W, extra = resolve_valuation(name, rules, table, progress=False)
+        t0 = time.perf_counter()
+        occ = forward_occupancy(W, rules, progress=progress)
+        rows.append({"rule": name, "title": ROW_TITLES.get(name, name), "exact_score": occ.expected_score,
+                     "upper_bonus_rate": occ.upper_bonus_rate, "regret": table.new_game_value - occ.expected_score,
+                     "fit_rms": extra.get("fit_rms"), "n_params": extra.get("n_params"),
+                     "seed_003": SEED_003.get(name, (None, None))[0],
+                     "seed_003_bonus": SEED_003.get(name, (None, None))[1],
+                     "seed_003_fit": SEED_003_FIT.get(name), "seconds": time.perf_counter() - t0})
+    return rows
+
+
+@app.command("table")
+def table_cmd(
+    rules: str = typer.Option("forced", help=RULES_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
+):
+    """Seed 003's table of rules of thumb, every figure exact (forward and backward passes)."""
+    @_user_errors
+    def run():
+        r = _rules(rules)
+        rows = table_rows(r, progress=not as_json)
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+            return
+        typer.echo(f"{'rule (' + r.name + ')':42s} {'params':>6s} {'exact score':>11s} {'bonus':>6s} "
+                   f"{'regret':>7s} {'fit err':>7s}   seed 003")
+        for row in rows:
+            seed = row["seed_003"]
+            ref = "" if seed is None else f"{seed:.2f}"
+            if row["seed_003_bonus"] is not None:
+                ref += f", {100 * row['seed_003_bonus']:.1f}%"
+            if row["seed_003_fit"] is not None:
+                ref += f", fit {row['seed_003_fit']:.2f}"
+            fit = "" if row["fit_rms"] is None else f"{row['fit_rms']:.2f}"
+            typer.echo(f"{row['title']:42s} {row['n_params'] or 0:6d} {row['exact_score']:11.4f} "
+                       f"{100 * row['upper_bonus_rate']:5.1f}% {row['regret']:7.3f} {fit:>7s}   {ref}")
+    run()
+
+
+@app.command("tune")
+def tune_cmd(
+    start: str = typer.Option("tuned-ramp", help="Starting rule: a name (average-ramp, tuned-ramp, "
+                                                 "staged-ramp) or a rule file."),
+    method: str = typer.Option("cd", help="cd (seed 003's coordinate descent), tpe or cmaes (Optuna)."),
+    trials: int = typer.Option(200, min=1, help="Most exact evaluations."),
+    stages: int = typer.Option(0, min=0, max=13, help="Split the start's box values, bonus size and flag "
+                                                      "into this many stage bins first (0: keep)."),
+    radius: float = typer.Option(3.0, help="Optuna: search ± this many points around the start."),
+    rules: str = typer.Option("forced", help=RULES_HELP),
+    out: Optional[Path] = typer.Option(None, help="Write the best rule here (JSON)."),
+    tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default sqlite:///mlflow.db)."),
+    experiment: str = typer.Option("valuation-tuning", help="MLflow experiment."),
+):
+    """Maximise a rule of thumb's exact expected score; a run per study in MLflow."""
+    @_user_errors
+    def run():
+        from tqdm.auto import tqdm
+
+        from yamblab.oracle import valuations as V
+        from yamblab.oracle.tuning import coordinate_descent, optuna_search
+        from yamblab.platform.tracking import DEFAULT_TRACKING_URI, Tracker
+
+        if method not in ("cd", "tpe", "cmaes"):
+            raise V.UnknownVariantError(f"unknown method {method!r}; choose cd, tpe or cmaes")
+        r = _rules(rules)
+        rule = V.named_rule(start, r) if not Path(start).suffix else V.load_rule(start)
+        if stages:
+            rule = V.split_stages(rule, stages)
+        tracker = Tracker(tracking_uri or DEFAULT_TRACKING_URI, experiment)
+        run_id = tracker.start_run(f"{method}-{rule.name}-{rule.n_params}p",
+                                   params={"method": method, "start": start, "n_params": rule.n_params,
+                                           "trials": trials, "rules": r.name, "stages": stages})
+        bar = tqdm(total=trials, desc=f"tuning {rule.name} ({method})", unit="evals")
+        best = [-np.inf]
+
+        def on_trial(n, score, trial_rule):
+            if score > best[0] and out is not None:      # keep the best so far on disk
+                out.write_text(trial_rule.model_copy(update={"name": f"{rule.name}-tuned"}).model_dump_json(indent=2))
+            best[0] = max(best[0], score)
+            tracker.log_metrics(run_id, {"score": score, "best_score": best[0]}, step=n)
+            bar.update(1)
+            bar.set_postfix(best=f"{best[0]:.4f}")
+
+        t0 = time.perf_counter()
+        try:
+            if method == "cd":
+                res = coordinate_descent(rule, r, max_evals=trials, on_trial=on_trial)
+            else:
+                res = optuna_search(rule, r, trials=trials, radius=radius, sampler=method, on_trial=on_trial)
+        except ValueError as exc:
+            tracker.end_run(run_id, "FAILED")
+            raise YamblabError(str(exc)) from None
+        finally:
+            bar.close()
+        dt = time.perf_counter() - t0
+        best_rule = res.best.model_copy(update={"name": f"{rule.name}-tuned"})
+        tracker.log_params(run_id, {f"best.{k}": round(float(x), 4) for k, x in
+                                    zip(best_rule.param_names(), best_rule.vector())})
+        tracker.log_metrics(run_id, {"final_best_score": res.best_score, "seconds": dt,
+                                     "seconds_per_eval": dt / max(1, len(res.scores))}, step=len(res.scores))
+        tracker.log_text(run_id, best_rule.model_dump_json(indent=2), "best_rule.json")
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+
+            fig, ax = plt.subplots(figsize=(6, 3.5))
+            ax.plot(res.scores, ".", ms=3, label="trial")
+            ax.plot(np.maximum.accumulate(res.scores), "-", label="best so far")
+            ax.set_xlabel("trial")
+            ax.set_ylabel("exact expected score")
+            ax.legend()
+            fig.tight_layout()
+            tracker.log_figure(run_id, fig, "score_vs_trials.png")
+            plt.close(fig)
+        finally:
+            tracker.end_run(run_id)
+        if out is not None:
+            out.write_text(best_rule.model_dump_json(indent=2))
+        typer.echo(f"best exact expected score {res.best_score:.4f} with {best_rule.n_params} parameters "
+                   f"after {len(res.scores)} evaluations ({dt:.0f} s, {dt / max(1, len(res.scores)):.2f} s each)")
+        typer.echo(json.dumps(dict(zip(best_rule.param_names(), np.round(best_rule.vector(), 3).tolist()))))
+        if out is not None:
+            typer.echo(f"rule written to {out}")
+        typer.echo(f"see the study: {tracker.ui_command()}")
+    run()

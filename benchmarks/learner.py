@@ -13,18 +13,18 @@ import time
 
 import torch
 
-from yamblab.games.yahtzee.rules import OFFICIAL
+from yamblab.games.protocol import make_game
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.learner import Learner
 from yamblab.learners.selfplay import SelfPlay
 from yamblab.model.config import ModelConfig
 
 
-def measure(preset: str, device: str, games: int) -> dict:
-    model = ModelConfig.preset(preset)
-    train = TrainConfig(device=device, epochs=1, batch_size=256)
-    learner = Learner(model, train)
-    sp = SelfPlay(model, train, SearchConfig(), OFFICIAL, device=device)
+def measure(preset: str, device: str, games: int, game) -> dict:
+    model = ModelConfig.preset(preset, **({"value_max": 1500.0} if game.name == "yamb" else {}))
+    train = TrainConfig(epochs=1, batch_size=256)
+    learner = Learner(model, train, device=device)
+    sp = SelfPlay(model, train, SearchConfig(), game, device=device)
     version, w = learner.get_weights()
     sp.set_weights(w, version)
     sp.play_games(2, seed=5)                              # warm-up
@@ -50,12 +50,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="seed")
     p.add_argument("--games", type=int, default=32)
+    p.add_argument("--game", default="yahtzee", choices=["yahtzee", "yamb"])
+    p.add_argument("--yamb-preset", default="croatian", help="Yamb's rule preset (with --game yamb)")
     args = p.parse_args()
+    game = make_game("yamb", preset=args.yamb_preset) if args.game == "yamb" else make_game("yahtzee")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     name = torch.cuda.get_device_name(0) if device == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
-    print(f"device: {name}")
+    print(f"device: {name}; game: {game.label}; search: full turn")
     for preset in ("tiny", args.preset):
-        m = measure(preset, device, args.games)
+        m = measure(preset, device, args.games, game)
         print(f"  preset {preset:5s} ({m['params'] / 1e6:.2f} M params): learner {m['steps_per_s']:.1f} "
               f"optimiser steps/s (batch 256); self-play {m['positions_per_s']:,.0f} positions/s, "
               f"{m['games_per_s']:.1f} games/s, {m['leaf_per_s']:,.0f} leaf evaluations/s")

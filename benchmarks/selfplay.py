@@ -38,7 +38,7 @@ def main() -> None:
     from yamblab.learners.selfplay import SelfPlay
 
     n = args.games or cfg.train.games_per_iteration
-    sp = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.rules_obj)
+    sp = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.game_obj)
     version, weights = Learner(cfg.model, cfg.train).get_weights()
     sp.set_weights(weights, version)
     calls = []

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-
+import pytest
 
 from yamblab.errors import DamagedFileError
 
@@ -20,13 +20,16 @@ def _yamblab(*args, **kw):
     return [sys.executable, "-m", "yamblab.platform.cli", *args]
 
 
-def test_killed_driver_resumes_at_the_right_iteration(tmp_path):
+@pytest.mark.slow
+@pytest.mark.parametrize("config,n", [("yahtzee-tiny", 16), ("yamb-tiny", 8)])
+def test_killed_driver_resumes_at_the_right_iteration(tmp_path, config, n):
+    """The driver (with its own local Ray cluster and actors) is killed; rerunning resumes."""
     from yamblab.learners.checkpoint import load_checkpoint
 
     runs = tmp_path / "runs"
     env = {**os.environ, "YAMBLAB_CACHE_DIR": os.environ.get("YAMBLAB_CACHE_DIR", str(tmp_path))}
-    common = ["--backend", "local", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
-    proc = subprocess.Popen(_yamblab("train", "-c", str(ROOT / "configs" / "yahtzee-tiny.yaml"), *common,
+    common = ["--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
+    proc = subprocess.Popen(_yamblab("train", "-c", str(ROOT / "configs" / f"{config}.yaml"), *common,
                                      "--set", "runtime.iterations=4", "--set", f"runtime.run_dir={runs}",
                                      "--set", "runtime.eval_every=10"),
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -43,7 +46,7 @@ def test_killed_driver_resumes_at_the_right_iteration(tmp_path):
     proc.wait()
     state = load_checkpoint(ckpt)
     k = int(state["iteration"])
-    assert 1 <= k < 4 and int(state["games_played"]) == 16 * k
+    assert 1 <= k < 4 and int(state["games_played"]) == n * k
     assert len(json.loads(state["history"])) == k
     buffered = len(state["buffer"]["data"]["dice"])
 
@@ -54,7 +57,7 @@ def test_killed_driver_resumes_at_the_right_iteration(tmp_path):
     final = load_checkpoint(ckpt)
     history = json.loads(final["history"])
     assert [h["iteration"] for h in history] == [1, 2, 3, 4]
-    assert [h["games_played"] for h in history] == [16, 32, 48, 64]
+    assert [h["games_played"] for h in history] == [n, 2 * n, 3 * n, 4 * n]
     assert int(final["buffer"]["added"]) > buffered
 
 

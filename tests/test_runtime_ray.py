@@ -7,9 +7,9 @@ pytestmark = pytest.mark.ray
 
 
 def test_two_iterations_on_ray(ray_cluster, tiny_config, tmp_path):
-    from yamblab.actors.runtime import CHECKPOINT, TrainingRun
+    from yamblab.platform.runtime import CHECKPOINT, TrainingRun
 
-    run = TrainingRun(tiny_config, tmp_path / "run", backend="ray", progress=False)
+    run = TrainingRun(tiny_config, tmp_path / "run", progress=False)
     try:
         history = run.run()
         assert [h["iteration"] for h in history] == [1, 2]
@@ -29,7 +29,7 @@ def test_weights_reach_workers_only_on_version_change(ray_cluster, tiny_config):
     from yamblab.actors.actors import SelfPlayWorker
     from yamblab.learners.learner import Learner
 
-    worker = ray_cluster.remote(num_cpus=1)(SelfPlayWorker).remote(tiny_config.model_dump(mode="json"))
+    worker = ray_cluster.remote(num_cpus=1)(SelfPlayWorker).remote(tiny_config)
     version, state = Learner(tiny_config.model, tiny_config.train).get_weights()
     ref = [ray_cluster.put(state)]
     for first in (0, 2, 4):
@@ -47,7 +47,7 @@ def test_killed_worker_is_replaced_and_its_games_replayed(ray_cluster, tiny_conf
     import ray.cloudpickle
 
     from yamblab.actors.actors import SelfPlayWorker
-    from yamblab.actors.runtime import RayBackend
+    from yamblab.platform.runtime import RayBackend
 
     class DiesOnce(SelfPlayWorker):
         """Kills its own process during its first game (a marker file makes it die only once)."""
@@ -69,7 +69,7 @@ def test_killed_worker_is_replaced_and_its_games_replayed(ray_cluster, tiny_conf
     try:
         ray_cluster.kill(backend.workers[0])
         backend.workers[0] = ray_cluster.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)(DiesOnce).remote(
-            tiny_config.model_dump(mode="json"), 0, str(tmp_path / "died"))
+            tiny_config, 0, str(tmp_path / "died"))
         version, weights = backend.weights()
         jobs = [{"n": 4, "seed": 0, "first_game": 4 * i, "n_bot": 0} for i in range(3)]
         stats = backend.play(version, weights, jobs)

@@ -128,7 +128,8 @@ def test_tpe_study_reports_and_resumes(ray_cluster, tmp_path, monkeypatch):
     spec_path.write_text(
         f"name: tpe-test\nkind: tpe\nbase: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}\n"
         "overrides: {runtime.iterations: 2, runtime.eval_every: 1, runtime.eval_games: 6, "
-        "train.games_per_iteration: 4}\n"
+        "train.games_per_iteration: 4, runtime.worker_cpus: 0.5, runtime.learner_cpus: 0.25, "
+        "runtime.eval_cpus: 0.25}\n"
         "params:\n  train.lr: {low: 0.0001, high: 0.01, log: true}\n"
         "  train.kl_targets: {choices: [true, false]}\n"
         "n_trials: 2\nparallel: 2\n")
@@ -143,3 +144,37 @@ def test_tpe_study_reports_and_resumes(ray_cluster, tmp_path, monkeypatch):
         assert 1e-4 <= t.params["train.lr"] <= 1e-2 and t.intermediate_values  # regret reported per evaluation
     assert len(rows) == sum(t.state == optuna.trial.TrialState.COMPLETE for t in done) >= 1
     assert sw._pending(study) == []                   # resuming reruns nothing
+
+
+@pytest.mark.ray
+def test_sweep_trial_runs_the_training_actors_in_its_cpus(ray_cluster, tiny_config, tmp_path):
+    """A trial drives the same actors as `yamblab train`, placed in the trial's placement group."""
+    from ray._private.state import actors as actor_table   # the GCS actor table (no dashboard needed)
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    from yamblab.errors import ConfigError
+    from yamblab.platform.config import apply_overrides
+    from yamblab.platform.sweep import TrialRunner
+
+    cfg = apply_overrides(tiny_config, {"runtime.worker_cpus": 0.5, "runtime.learner_cpus": 0.25,
+                                        "runtime.eval_cpus": 0.25, "runtime.iterations": 1})
+    pg = placement_group([{"CPU": 1.0}], strategy="STRICT_PACK")
+    actor = ray_cluster.remote(num_cpus=0)(TrialRunner).options(
+        scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_capture_child_tasks=True)
+    ).remote(cfg, str(tmp_path / "trial"), 1.0)
+    try:
+        m = ray_cluster.get(actor.iteration.remote())
+        assert m["iteration"] == 1 and np.isfinite(m["eval.regret_mean"])
+        ids = ray_cluster.get(actor.actors.remote())
+        table = actor_table()
+        mine = [*ids["workers"], ids["learner"], ids["evaluator"], ids["buffer"], ids["oracle"]]
+        assert {table[a]["State"] for a in mine} == {"ALIVE"}
+        # the actors' CPUs (0.5 + 0.25 + 0.25) come out of the trial's bundle, not the cluster's rest
+        free = ray_cluster.available_resources().get("CPU", 0.0)
+        assert free == pytest.approx(ray_cluster.cluster_resources()["CPU"] - 1.0)
+    finally:
+        ray_cluster.kill(actor)
+        remove_placement_group(pg)
+    with pytest.raises(ConfigError, match="trial declares 1"):
+        TrialRunner(tiny_config, str(tmp_path / "too-big"), 1.0)

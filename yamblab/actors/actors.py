@@ -12,7 +12,7 @@ buffer is bounded by a size budget in positions; in-flight self-play is bounded 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, fields
+from dataclasses import fields
 
 import numpy as np
 
@@ -75,17 +75,17 @@ class SelfPlayWorker:
     """Plays self-play games with the EMA network; loads weights only on a new version.
 
     Args:
-        config: the run config (a dict); worker_id: this worker's number.
+        config: the run config (a validated ``RunConfig``, passed whole); worker_id: this
+            worker's number.
     """
 
-    def __init__(self, config: dict, worker_id: int = 0):
+    def __init__(self, config, worker_id: int = 0):
         from yamblab.learners.selfplay import SelfPlay
-        from yamblab.platform.config import RunConfig
 
-        cfg = RunConfig.model_validate(config)
+        cfg = config
         _threads(cfg.runtime.worker_cpus)
         self.worker_id = worker_id
-        self.selfplay = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.rules_obj, device="cpu")
+        self.selfplay = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.game_obj, device="cpu")
         self.loads = 0
 
     def play(self, version: int, weights: list, n: int, seed: int, first_game: int, n_bot: int = 0):
@@ -145,17 +145,15 @@ class LearnerActor:
     Runs on the GPU when one was given to the actor, else on the CPU.
     """
 
-    def __init__(self, config: dict, state: dict | None = None):
+    def __init__(self, config, state: dict | None = None):
         import torch
 
         from yamblab.learners.learner import Learner
-        from yamblab.platform.config import RunConfig
 
-        cfg = RunConfig.model_validate(config)
+        cfg = config
         _threads(cfg.runtime.learner_cpus)
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        train = cfg.train.model_copy(update={"device": device})
-        self.learner = Learner(cfg.model, train)
+        self.learner = Learner(cfg.model, cfg.train, device=device)
         if state is not None:
             self.learner.load_state_dict(state)
         self._published: tuple[int, list] | None = None
@@ -195,33 +193,65 @@ def _to_cpu(obj, torch):
 
 
 class Evaluator:
-    """Plays noise-free games on fixed dice and has every decision graded by the oracle service.
+    """Plays noise-free games on fixed dice and grades them (one evaluator for every game).
 
     Every run and every arm of a sweep is evaluated on the same games (``eval_seed``), so they
-    compare on equal luck.
+    compare on equal luck. Yahtzee's decisions are graded by the oracle service; a single Yamb
+    column's by its exact column oracle (built in this actor once); a Yamb card of several
+    columns, which has no oracle, is compared with the heuristic bot on the same dice (its
+    scores are played once and kept).
+
+    Args:
+        config: the run config (a validated ``RunConfig``, passed whole).
+        oracle_service: the :class:`OracleService` actor (Yahtzee), or None.
     """
 
-    def __init__(self, config: dict, oracle_service=None):
-        from yamblab.platform.config import RunConfig
-
-        self.cfg = RunConfig.model_validate(config)
+    def __init__(self, config, oracle_service=None):
+        self.cfg = config
         _threads(self.cfg.runtime.eval_cpus)
         self.service = oracle_service
+        self.game = self.cfg.game_obj
         self._net = None
+        self._baseline = None
 
-    def evaluate(self, version: int, weights: list) -> dict:
-        """Grade the network of ``weights``: per-game regrets and scores, and summary metrics."""
+    def _network(self, weights):
         import ray
 
-        from yamblab.agents.search_agent import network_agent
         from yamblab.model.network import YambNet
-        from yamblab.oracle.grading import decision_kinds, grade
 
         w = weights[0] if isinstance(weights[0], dict) else ray.get(weights[0])
         if self._net is None:
             self._net = YambNet(self.cfg.model).eval()
         self._net.load_state_dict(w, strict=True)
-        rules = self.cfg.rules_obj
+        return self._net
+
+    def evaluate(self, version: int, weights: list) -> dict:
+        """Grade the network of ``weights``: per-game losses and scores, and summary metrics."""
+        from yamblab.agents.search_agent import network_agent
+
+        t0 = time.perf_counter()
+        agent = network_agent(self._network(weights), self.game, self.cfg.eval_depth)
+        report = self.grade(agent)
+        return eval_payload(report, version, time.perf_counter() - t0)
+
+    def grade(self, agent):
+        """A :class:`~yamblab.oracle.grading.GradeReport` of ``agent`` on the evaluation games."""
+        rt = self.cfg.runtime
+        if self.game.name == "yamb":
+            from yamblab.oracle.yamb_grading import grade_yamb, play_scores
+
+            if self.game.oracle_column is None and self._baseline is None:
+                from yamblab.agents.base import make_agent
+
+                bot = make_agent("heuristic", self.game)
+                self._baseline = (bot, play_scores(bot, self.game, rt.eval_games, rt.eval_seed))
+            kw = {} if self._baseline is None else {"baseline": self._baseline[0],
+                                                    "baseline_scores": self._baseline[1]}
+            return grade_yamb(agent, self.game, games=rt.eval_games, seed=rt.eval_seed, **kw)
+        import ray
+
+        from yamblab.oracle.grading import decision_kinds, grade
+
         service = self.service
 
         def regret_fn(batch, actions):
@@ -234,26 +264,39 @@ class Evaluator:
                     batch.hold_keeps()[idx], np.asarray(actions)[idx]))
             return regret, decision_kinds(actions, batch.rolls_left, live)
 
-        t0 = time.perf_counter()
-        agent = network_agent(self._net, rules, self.cfg.eval_depth)
-        report = grade(agent, rules, games=self.cfg.runtime.eval_games, seed=self.cfg.runtime.eval_seed,
-                       regret_fn=regret_fn if service is not None else None)
-        return eval_payload(report, version, time.perf_counter() - t0)
+        return grade(agent, self.game.rules, games=rt.eval_games, seed=rt.eval_seed,
+                     regret_fn=regret_fn if service is not None else None)
 
 
 def eval_payload(report, version: int, seconds: float) -> dict:
-    """Metrics and per-game arrays of an evaluation (a :class:`GradeReport`)."""
+    """Metrics and per-game arrays of an evaluation (a :class:`GradeReport`).
+
+    ``per_game_regret`` is what sweeps compare (lower is better): the exact regret of each game
+    when an oracle graded it; for a Yamb card without an oracle, the points each game scored
+    below the baseline bot on the same dice (``loss`` says which).
+    """
     metrics = {
-        "eval.regret_mean": report.regret_mean, "eval.regret_ci_low": report.regret_ci[0],
-        "eval.regret_ci_high": report.regret_ci[1], "eval.score_mean": report.mean,
-        "eval.score_ci_low": report.ci[0], "eval.score_ci_high": report.ci[1],
-        "eval.upper_bonus_rate": report.upper_bonus_rate, "eval.yahtzee_rate": report.yahtzee_rate,
+        "eval.score_mean": report.mean, "eval.score_ci_low": report.ci[0], "eval.score_ci_high": report.ci[1],
         "eval.seconds": seconds, "eval.version": version,
         **{f"eval.regret.{k.replace(' ', '_')}": v for k, v in report.regret_by_decision.items()},
     }
-    return {"metrics": metrics, "per_game_regret": report.regrets, "scores": report.scores,
+    if report.has_regret:
+        metrics.update({"eval.regret_mean": report.regret_mean, "eval.regret_ci_low": report.regret_ci[0],
+                        "eval.regret_ci_high": report.regret_ci[1]})
+        loss, per_game = "regret", report.regrets
+    else:
+        metrics.update({"eval.vs_baseline_mean": report.diff_mean, "eval.vs_baseline_ci_low": report.diff_ci[0],
+                        "eval.vs_baseline_ci_high": report.diff_ci[1],
+                        "eval.baseline_score_mean": report.baseline_mean})
+        loss = f"points below {report.baseline_agent}"
+        per_game = np.asarray(report.baseline_scores, np.float64) - np.asarray(report.scores, np.float64)
+    if report.upper_bonus_rate is not None:
+        metrics["eval.upper_bonus_rate"] = report.upper_bonus_rate
+    if report.yahtzee_rate is not None:
+        metrics["eval.yahtzee_rate"] = report.yahtzee_rate
+    return {"metrics": metrics, "per_game_regret": per_game, "loss": loss, "scores": report.scores,
             "by_box": report.regret_by_box, "by_decision": report.regret_by_decision,
-            "report": {k: v for k, v in asdict(report).items() if k not in ("scores", "regrets")}}
+            "report": report.to_dict()}
 
 
 def remote_classes(cfg) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class SearchConfig(BaseModel):
@@ -45,7 +45,6 @@ class TrainConfig(BaseModel):
         epochs: passes over the replay buffer per iteration (seed: 8).
         games_per_iteration: self-play games per iteration (seed: 200).
         batch_size: positions per optimiser step.
-        buffer_iterations: iterations of games kept in the replay buffer.
         boundary_samples: also train the value head on boundary positions (start of each
             turn, no dice), which full-turn search queries.
         phasic: phasic policy gradient (Hilton et al. 2021): in the policy phase the value
@@ -70,7 +69,6 @@ class TrainConfig(BaseModel):
             values are extrapolations. 0 (default): off. Needs full-turn search.
         distill_oracle: value targets from the exact oracle instead of the game's outcome.
             Off by default: the oracle grades, it does not teach.
-        device: torch device of the learner.
         seed: random seed of the learner and self-play.
     """
 
@@ -91,7 +89,6 @@ class TrainConfig(BaseModel):
     epochs: int = Field(2, ge=1, le=100)
     games_per_iteration: int = Field(64, ge=1, le=1_000_000)
     batch_size: int = Field(256, ge=1, le=1 << 20)
-    buffer_iterations: int = Field(4, ge=1, le=10_000)
     boundary_samples: bool = True
     phasic: bool = False
     phasic_every: int = Field(4, ge=1, le=10_000)
@@ -103,14 +100,7 @@ class TrainConfig(BaseModel):
     value_target_mix: float = Field(0.0, ge=0.0, le=1.0)
     successor_samples: int = Field(0, ge=0, le=44)
     distill_oracle: bool = False
-    device: str = "cpu"
     seed: int = Field(0, ge=0, lt=2**63)
-
-    @model_validator(mode="after")
-    def _check(self) -> "TrainConfig":
-        if self.device not in ("cpu", "cuda", "mps") and not self.device.startswith("cuda:"):
-            raise ValueError(f"device {self.device!r} must be cpu, cuda, cuda:N or mps")
-        return self
 
     def bot_share_at(self, iteration: int) -> float:
         """Share of bot games at ``iteration`` (0-based): linear taper to 0."""

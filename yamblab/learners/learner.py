@@ -35,10 +35,11 @@ class Learner:
         iteration: calls of :meth:`train_iteration` so far.
     """
 
-    def __init__(self, model_cfg: ModelConfig, train_cfg: TrainConfig, net: YambNet | None = None):
+    def __init__(self, model_cfg: ModelConfig, train_cfg: TrainConfig, net: YambNet | None = None,
+                 device: str = "cpu"):
         self.model_cfg = model_cfg
         self.cfg = train_cfg
-        self.device = torch.device(train_cfg.device)
+        self.device = torch.device(device)
         if net is None:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(train_cfg.seed)

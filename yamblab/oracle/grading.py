@@ -68,6 +68,7 @@ class GradeReport:
     baseline_mean: float | None = None
     diff_mean: float | None = None
     diff_ci: tuple[float, float] | None = None
+    baseline_scores: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def has_regret(self) -> bool:
@@ -77,8 +78,10 @@ class GradeReport:
     def to_dict(self) -> dict:
         """Plain-JSON form (no per-game arrays)."""
         d = asdict(self)
-        d.pop("scores")
-        d.pop("regrets")
+        for k in ("scores", "regrets", "baseline_scores"):
+            d.pop(k)
+        if not self.has_regret:
+            d["regret_mean"], d["regret_ci"] = None, None
         return d
 
     def format(self) -> str:

@@ -168,6 +168,7 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
         report.baseline_agent = getattr(baseline, "name", "baseline")
         report.baseline_mean = float(np.mean(baseline_scores))
         report.diff_mean, report.diff_ci = dm, (dlo, dhi)
+        report.baseline_scores = np.asarray(baseline_scores, np.float64)
     return report
 
 

@@ -263,17 +263,14 @@ def train(
     address: Optional[str] = typer.Option(None, help="Join an existing Ray cluster (e.g. 'auto'); default: start a local one."),
     tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default: sqlite:///mlflow.db here)."),
     set_: list[str] = typer.Option([], "--set", help="Override a config key, e.g. --set train.lr=3e-4 (repeatable)."),
-    backend: str = typer.Option("ray", help="ray (actors on the cluster) or local (one process)."),
 ):
     """Train an agent by AlphaZero-style self-play on a Ray cluster, graded by the oracle."""
     import datetime
 
-    from yamblab.actors.runtime import CHECKPOINT, TrainingRun
+    from yamblab.platform.runtime import CHECKPOINT, TrainingRun
     from yamblab.platform.config import apply_overrides, load_run_config
     from yamblab.platform.tracking import Tracker
 
-    if backend not in ("ray", "local"):
-        raise _bad_choice("backend", backend, ["ray", "local"])
     if resume:
         from yamblab.learners.checkpoint import load_checkpoint
         from yamblab.platform.config import RunConfig
@@ -298,24 +295,27 @@ def train(
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         run_dir = Path(cfg.runtime.run_dir) / f"{cfg.name}-{stamp}"
     tracker = Tracker(tracking_uri or cfg.tracking.uri, cfg.tracking.experiment)
-    started = False
-    if backend == "ray":
-        from yamblab.actors.cluster import init_ray
+    from yamblab.actors.cluster import init_ray
 
-        init_ray(address)
-        started = True
+    init_ray(address)
+    started = True
     run = None
     try:
-        run = TrainingRun(cfg, run_dir, backend=backend, resume=bool(resume), tracker=tracker)
+        run = TrainingRun(cfg, run_dir, resume=bool(resume), tracker=tracker)
         typer.echo(f"run {run_dir} (iteration {run.iteration} of {cfg.runtime.iterations}); "
                    f"resume with: yamblab train --resume {run_dir}")
         run.run()
         out = run.finish()
         last = run.history[-1]
-        typer.echo(f"done: {run.iteration} iterations, {run.elapsed / 60:.1f} min; noise-free regret "
-                   f"{last.get('eval.regret_mean', float('nan')):.2f} points/game "
-                   f"[{last.get('eval.regret_ci_low', float('nan')):.2f}, "
-                   f"{last.get('eval.regret_ci_high', float('nan')):.2f}], score "
+        if "eval.regret_mean" in last:
+            graded = (f"noise-free regret {last['eval.regret_mean']:.2f} points/game "
+                      f"[{last['eval.regret_ci_low']:.2f}, {last['eval.regret_ci_high']:.2f}]")
+        else:
+            graded = (f"noise-free score vs the heuristic bot on the same dice "
+                      f"{last.get('eval.vs_baseline_mean', float('nan')):+.1f} points/game "
+                      f"[{last.get('eval.vs_baseline_ci_low', float('nan')):+.1f}, "
+                      f"{last.get('eval.vs_baseline_ci_high', float('nan')):+.1f}]")
+        typer.echo(f"done: {run.iteration} iterations, {run.elapsed / 60:.1f} min; {graded}, score "
                    f"{last.get('eval.score_mean', float('nan')):.1f}")
         typer.echo(f"checkpoint: {out['files'][0]}\nsee the runs: {tracker.ui_command()}")
     except KeyboardInterrupt:

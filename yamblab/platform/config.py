@@ -92,7 +92,7 @@ class RunConfig(BaseModel):
     Attributes:
         game: ``"yahtzee"`` or ``"yamb"``.
         rules: Yahtzee's rule variant (a joker rule, optionally ``,no-upper-bonus`` and/or
-            ``,no-yahtzee-bonus``); refused for Yamb.
+            ``,no-yahtzee-bonus``; default ``forced``); refused for Yamb.
         preset: Yamb's rule preset (:data:`yamblab.games.yamb.rules.PRESETS`; default
             ``croatian``); refused for Yahtzee.
         columns: Yamb only: play only these columns of the preset (``[free]``, ``[down]``,
@@ -105,7 +105,7 @@ class RunConfig(BaseModel):
 
     name: str = "run"
     game: Literal["yahtzee", "yamb"] = "yahtzee"
-    rules: str = "forced"
+    rules: str | None = None
     preset: str | None = None
     columns: list[str] | None = None
     size: str = "tiny"
@@ -134,12 +134,11 @@ class RunConfig(BaseModel):
     def _check_game(self) -> "RunConfig":
         from yamblab.games.protocol import make_game
 
-        given = self.model_fields_set
         if self.game == "yahtzee":
             if self.preset is not None or self.columns is not None:
                 raise ValueError("`preset` and `columns` are Yamb options (game: yamb); Yahtzee takes `rules`")
         else:
-            if "rules" in given:
+            if self.rules is not None:
                 raise ValueError("`rules` is a Yahtzee option; Yamb takes `preset` (and `columns`)")
             if self.train.successor_samples:
                 raise ValueError("train.successor_samples is Yahtzee's (its successors' exact turn pass); "
@@ -153,7 +152,13 @@ class RunConfig(BaseModel):
         except YamblabError as exc:
             raise ValueError(str(exc)) from None
         if self.game == "yahtzee" and self.rules != game.rules.name:
-            self.rules = game.rules.name
+            self.rules = game.rules.name      # the canonical name ("forced" when none was given)
+        if self.train.bot_share > 0:
+            from yamblab.agents.base import agent_names
+
+            if self.train.bot not in agent_names(game) or self.train.bot == "search":
+                raise ValueError(f"train.bot {self.train.bot!r} is not a {self.game} bot; choose one of "
+                                 f"{', '.join(n for n in agent_names(game) if n != 'search')}")
         return self
 
     @property
@@ -173,6 +178,12 @@ class RunConfig(BaseModel):
     @property
     def model_preset(self) -> str:
         return self.size
+
+    @property
+    def eval_depth(self) -> str:
+        """The search depth the evaluator plays with."""
+        d = self.runtime.eval_depth
+        return self.search.depth if d == "search" else d
 
     def to_yaml(self) -> str:
         """The whole config as YAML (what is logged with the run)."""
@@ -314,17 +325,29 @@ def load_sweep(path: str | Path, storage: str | None = None) -> tuple[SweepConfi
         cand = path.parent / base_path
         base_path = cand if cand.exists() else base_path
     base = load_run_config(base_path)
-    try:
-        base = apply_overrides(base, spec.overrides, source=f"{path}: overrides")
-        if spec.kind == "grid":
-            for arm, ov in spec.arm_overrides().items():
-                for seed in spec.seeds:
-                    apply_overrides(base, {**ov, "train.seed": seed}, source=f"{path}: arms.{arm}")
-        else:
-            for key, rng in spec.params.items():
-                probe = rng.choices[0] if rng.choices is not None else (
-                    int(rng.low) if rng.integer else rng.low)
-                apply_overrides(base, {key: probe}, source=f"{path}: params.{key}")
-    except ConfigError:
-        raise
+
+    def fits(cfg: RunConfig, where: str) -> None:
+        rt = cfg.runtime
+        need = rt.workers * rt.worker_cpus + rt.learner_cpus + rt.eval_cpus
+        if need > spec.trial_cpus + 1e-9:
+            raise ConfigError(
+                f"{where}: a trial's actors declare {need:g} CPUs ({rt.workers} workers x "
+                f"{rt.worker_cpus:g} + learner {rt.learner_cpus:g} + evaluator {rt.eval_cpus:g}) "
+                f"but trial_cpus is {spec.trial_cpus:g}: lower runtime.*_cpus in `overrides` or raise trial_cpus")
+
+    base = apply_overrides(base, spec.overrides, source=f"{path}: overrides")
+    trials = [(base, f"{path}: overrides")]
+    if spec.kind == "grid":
+        for arm, ov in spec.arm_overrides().items():
+            for seed in spec.seeds:
+                trials.append((apply_overrides(base, {**ov, "train.seed": seed}, source=f"{path}: arms.{arm}"),
+                               f"{path}: arms.{arm}"))
+    else:
+        for key, rng in spec.params.items():
+            probe = rng.choices[0] if rng.choices is not None else (
+                int(rng.low) if rng.integer else rng.low)
+            trials.append((apply_overrides(base, {key: probe}, source=f"{path}: params.{key}"),
+                           f"{path}: params.{key}"))
+    for cfg, where in trials:
+        fits(cfg, where)
     return spec, base

@@ -24,12 +24,14 @@ def close(fig) -> None:
     _plt().close(fig)
 
 
-def learning_curve(evals: list[dict], history: list[dict] | None = None):
+def learning_curve(evals: list[dict], history: list[dict] | None = None, loss: str = "regret"):
     """Oracle regret per game (95% CI) of each evaluation against training minutes.
 
     Args:
         evals: dicts with ``minutes`` and ``per_game_regret`` (points per evaluation game).
-        history: per-iteration metrics; the self-play score is drawn on a second axis if given.
+        history: per-iteration metrics (unused; kept for callers).
+        loss: what ``per_game_regret`` holds: ``"regret"`` (exact, 0 = optimal play) or, for a
+            Yamb card with no oracle, ``"points below heuristic"`` (paired on the same dice).
     """
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -42,28 +44,44 @@ def learning_curve(evals: list[dict], history: list[dict] | None = None):
         ax.plot(mins, m, "o-", color="tab:blue", label="noise-free regret / game")
         ax.fill_between(mins, lo, hi, color="tab:blue", alpha=0.2, label="95% CI")
     ax.set_xlabel("training time (minutes)")
-    ax.set_ylabel("oracle regret per game (points)")
-    ax.set_ylim(bottom=0)
+    if loss == "regret":
+        ax.set_ylabel("oracle regret per game (points)")
+        ax.set_ylim(bottom=0)
+        ax.set_title("Learning curve (lower is better; 0 = optimal play)")
+    else:
+        ax.set_ylabel(f"{loss} per game (points)")
+        ax.axhline(0.0, color="gray", lw=1)
+        ax.set_title("Learning curve (lower is better; below 0 beats the bot)")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper right")
-    ax.set_title("Learning curve (lower is better; 0 = optimal play)")
     fig.tight_layout()
     return fig
 
 
 def score_histogram(scores: np.ndarray, cfg, table):
-    """The network's evaluation scores against the optimal player's on the same dice."""
+    """The network's evaluation scores against a reference player's on the same dice: the
+    optimal player where an exact oracle exists (Yahtzee, a single Yamb column), else the
+    heuristic bot."""
     from yamblab.agents.base import make_agent
-    from yamblab.oracle.grading import grade
 
     plt = _plt()
-    rules = cfg.rules_obj
+    game = cfg.game_obj
     games = len(scores)
-    opt = grade(make_agent("oracle", rules, table=table), rules, games=games,
-                seed=cfg.runtime.eval_seed, table=table).scores
+    if game.name == "yahtzee":
+        from yamblab.oracle.grading import grade
+
+        ref_name = "optimal player"
+        opt = grade(make_agent("oracle", game, table=table), game.rules, games=games,
+                    seed=cfg.runtime.eval_seed, table=table).scores
+    else:
+        from yamblab.oracle.yamb_grading import play_scores
+
+        ref_name = "optimal player" if game.oracle_column else "heuristic bot"
+        ref = make_agent("oracle" if game.oracle_column else "heuristic", game)
+        opt = play_scores(ref, game, games, cfg.runtime.eval_seed)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     bins = np.arange(0, max(float(np.max(opt)), float(np.max(scores)), 100) + 20, 20)
-    ax.hist(opt, bins=bins, alpha=0.5, label=f"optimal player (mean {np.mean(opt):.1f})", color="tab:gray")
+    ax.hist(opt, bins=bins, alpha=0.5, label=f"{ref_name} (mean {np.mean(opt):.1f})", color="tab:gray")
     ax.hist(scores, bins=bins, alpha=0.6, label=f"network (mean {np.mean(scores):.1f})", color="tab:blue")
     ax.set_xlabel("final score (points)")
     ax.set_ylabel("games")

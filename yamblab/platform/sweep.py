@@ -35,18 +35,33 @@ log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------- trial actor
 class TrialRunner:
-    """Runs one training run in-process, an iteration at a time (the body of a Ray trial actor).
+    """Drives one trial's training run, an iteration at a time (the body of a Ray trial actor).
+
+    The run is the same :class:`~yamblab.platform.runtime.TrainingRun` that ``yamblab train``
+    drives, with the same actors (self-play workers, replay buffer, learner, evaluator, oracle
+    service); the sweep starts this actor in the trial's placement group (one bundle of
+    ``trial_cpus``) and the actors it creates are placed there too, so the trial stays within
+    its declared CPUs.
 
     Args:
-        config: the trial's run config (a dict, to cross process boundaries).
+        config: the trial's run config (a validated ``RunConfig``, passed whole).
         run_dir: the trial's folder for its checkpoint.
+        cpus: the trial's CPUs (its actors' declarations must fit).
     """
 
-    def __init__(self, config: dict, run_dir: str):
-        from yamblab.actors.runtime import TrainingRun
+    def __init__(self, config: RunConfig, run_dir: str, cpus: float):
+        from yamblab.platform.runtime import TrainingRun
 
-        cfg = RunConfig.model_validate(config)
-        self.run = TrainingRun(cfg, run_dir, backend="local", progress=False)
+        self.run = TrainingRun(config, run_dir, progress=False, cpus=cpus)
+
+    def actors(self) -> dict:
+        """The Ray actor ids of the trial's actors, by role (tests check they exist)."""
+        b = self.run.backend
+        ids = {"workers": [w._actor_id.hex() for w in b.workers], "learner": b.learner._actor_id.hex(),
+               "evaluator": b.evaluator._actor_id.hex(), "buffer": b.buffer._actor_id.hex()}
+        if b.oracle is not None:
+            ids["oracle"] = b.oracle._actor_id.hex()
+        return ids
 
     def iteration(self) -> dict:
         """One self-play + learning iteration (evaluating when the config says so).
@@ -301,8 +316,12 @@ class Sweep:
         import optuna
         import ray
 
-        Actor = ray.remote(num_cpus=self.spec.trial_cpus)(TrialRunner)
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        Actor = ray.remote(num_cpus=0)(TrialRunner)
         queue = list(pending)
+        groups: dict[Any, Any] = {}
         active: dict[Any, dict] = {}
         bar = None
         if self.progress and queue:
@@ -324,7 +343,10 @@ class Sweep:
             trial.set_user_attr("mlflow_run_id", run_id)
             self.tracker.log_text(run_id, cfg.to_yaml(), "config.yaml")
             run_dir = Path(cfg.runtime.run_dir) / "sweeps" / self.spec.name / f"trial{trial.number}"
-            actor = Actor.remote(cfg.model_dump(mode="json"), str(run_dir))
+            pg = placement_group([{"CPU": float(self.spec.trial_cpus)}], strategy="STRICT_PACK")
+            actor = Actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+                pg, placement_group_capture_child_tasks=True)).remote(cfg, str(run_dir), self.spec.trial_cpus)
+            groups[actor] = pg
             fut = actor.iteration.remote()
             active[fut] = {"trial": trial, "actor": actor, "it": 1, "run_id": run_id, "cfg": cfg,
                            "t0": time.perf_counter()}
@@ -342,7 +364,7 @@ class Sweep:
                 log.error("trial %s failed: %s", trial.number, exc)
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 self.tracker.end_run(run_id, "FAILED")
-                ray.kill(actor)
+                self._release(groups, actor)
                 if queue:
                     launch(queue.pop(0))
                 continue
@@ -363,7 +385,7 @@ class Sweep:
                 trial.set_user_attr("per_game_regret", [round(float(x), 6) for x in regrets])
                 study.tell(trial, float(regrets.mean()))
                 self.tracker.end_run(run_id)
-                ray.kill(actor)
+                self._release(groups, actor)
                 if queue:
                     launch(queue.pop(0))
                 continue
@@ -377,7 +399,7 @@ class Sweep:
                     study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                     self.tracker.set_tags(run_id, {"yamblab.pruned": "true"})
                     self.tracker.end_run(run_id, "KILLED")
-                    ray.kill(actor)
+                    self._release(groups, actor)
                     if bar is not None:
                         bar.update(self.base.runtime.iterations - st["it"])
                     if queue:
@@ -390,6 +412,16 @@ class Sweep:
                 active[actor.finish.remote()] = st
         if bar is not None:
             bar.close()
+
+    @staticmethod
+    def _release(groups: dict, actor) -> None:
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        ray.kill(actor)
+        pg = groups.pop(actor, None)
+        if pg is not None:
+            remove_placement_group(pg)
 
     def _results(self, study, parent: str) -> list[dict]:
         import optuna

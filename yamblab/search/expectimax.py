@@ -38,7 +38,7 @@ from yamblab.games.yahtzee.game import encode_yahtzee_positions as encode_positi
 from yamblab.games.yahtzee.rules import YahtzeeRules
 from yamblab.oracle import _kernels
 from yamblab.oracle.turn import TurnValues, hold_values
-from yamblab.search.valuation import is_valuation
+from yamblab.search.valuation import NetworkValuation, is_valuation
 
 DEPTHS = ("none", "one_step", "full_turn")
 Depth = Literal["none", "one_step", "full_turn"]

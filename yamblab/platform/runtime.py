@@ -1,12 +1,10 @@
 """The training driver: iterations of self-play, learning and evaluation, with checkpoints.
 
-One :class:`TrainingRun` drives a *backend*:
-
-* :class:`RayBackend` (``yamblab train``): the actors of :mod:`yamblab.actors.actors` on a
-  Ray cluster: self-play workers with bounded in-flight work, the replay buffer, the learner
-  (GPU when the cluster has one), the evaluator and the oracle service;
-* :class:`LocalBackend`: the same pieces in this process (sweep trials, which Ray schedules
-  as one actor each, and tests).
+:class:`TrainingRun` is the one training loop of yamblab: ``yamblab train`` and every trial of
+a sweep run it. It drives :class:`RayBackend`, the actors of :mod:`yamblab.actors.actors` on a
+Ray cluster: self-play workers with bounded in-flight work, the replay buffer, the learner (GPU
+when the cluster has one), the evaluator and (Yahtzee) the oracle service. A sweep trial runs
+the same actors inside the trial's placement group, so they stay within its declared CPUs.
 
 Every iteration ends with an atomic checkpoint (learner, EMA, optimiser, replay buffer,
 iteration and game counters, metrics history), so a killed driver resumes exactly where it
@@ -56,83 +54,22 @@ def _torch_to_np(obj):
     return obj
 
 
-# --------------------------------------------------------------------------- backends
-class LocalBackend:
-    """Self-play, replay buffer, learner and evaluation in this process."""
-
-    def __init__(self, cfg: RunConfig, learner_state: dict | None = None, buffer_state: dict | None = None):
-        import torch
-
-        from yamblab.actors.replay import ReplayBuffer
-        from yamblab.learners.learner import Learner
-        from yamblab.learners.selfplay import SelfPlay
-        from yamblab.oracle.table import OracleTable
-
-        self.cfg = cfg
-        torch.set_num_threads(max(1, int(cfg.runtime.worker_cpus)))
-        self.learner = Learner(cfg.model, cfg.train)
-        if learner_state is not None:
-            self.learner.load_state_dict(learner_state)
-        self.selfplay = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.rules_obj)
-        self.buffer = (ReplayBuffer.from_state_dict(buffer_state) if buffer_state
-                       else ReplayBuffer(cfg.runtime.replay_positions, cfg.train.seed))
-        self.table = OracleTable.get(cfg.rules_obj)
-        self.restarts = 0
-        self.n_workers = 1
-
-    def weights(self):
-        return self.learner.get_weights()
-
-    def play(self, version, weights, jobs: list[dict]) -> list[dict]:
-        from yamblab.actors.actors import samples_to_dict
-
-        self.selfplay.set_weights(weights, version)
-        out = []
-        for job in jobs:
-            samples, stats = self.selfplay.play_games(job["n"], job["seed"], job["first_game"], job["n_bot"])
-            self.buffer.add(samples_to_dict(samples))
-            out.append(stats)
-        return out
-
-    def train(self) -> dict:
-        from yamblab.actors.actors import samples_from_dict
-
-        return self.learner.train_iteration(samples_from_dict(self.buffer.all()))
-
-    def buffer_size(self) -> int:
-        return len(self.buffer)
-
-    def evaluate(self, version, weights) -> dict:
-        from yamblab.actors.actors import eval_payload
-        from yamblab.agents.search_agent import network_agent
-        from yamblab.model.network import YambNet
-        from yamblab.oracle.grading import grade
-
-        t0 = time.perf_counter()
-        net = YambNet(self.cfg.model).eval()
-        net.load_state_dict(weights, strict=True)
-        agent = network_agent(net, self.cfg.rules_obj, self.cfg.eval_depth)
-        report = grade(agent, self.cfg.rules_obj, games=self.cfg.runtime.eval_games,
-                       seed=self.cfg.runtime.eval_seed, table=self.table)
-        return eval_payload(report, version, time.perf_counter() - t0)
-
-    def state(self) -> tuple[dict, dict]:
-        return self.learner.state_dict(), self.buffer.state_dict()
-
-    def network(self):
-        return self.learner.ema.model
-
-    def oracle_table(self):
-        return self.table
-
-    def shutdown(self) -> None:
-        pass
-
-
+# --------------------------------------------------------------------------- backend
 class RayBackend:
-    """The actors of a run on the Ray cluster (started by the caller)."""
+    """The actors of a run on the Ray cluster (started by the caller).
 
-    def __init__(self, cfg: RunConfig, learner_state: dict | None = None, buffer_state: dict | None = None):
+    Args:
+        cfg: the run config (it travels to the actors whole).
+        learner_state, buffer_state: state to resume from.
+        cpus: the CPUs this run may use (a sweep trial's ``trial_cpus``); default: the
+            cluster's.
+
+    Raises:
+        ConfigError: the actors declare more CPUs than ``cpus`` (or the cluster) has.
+    """
+
+    def __init__(self, cfg: RunConfig, learner_state: dict | None = None, buffer_state: dict | None = None,
+                 cpus: float | None = None):
         import ray
 
         from yamblab.actors.actors import remote_classes
@@ -140,18 +77,19 @@ class RayBackend:
         self.cfg = cfg
         rt = cfg.runtime
         need = rt.workers * rt.worker_cpus + rt.learner_cpus + rt.eval_cpus
-        have = ray.cluster_resources().get("CPU", 0)
+        have = ray.cluster_resources().get("CPU", 0) if cpus is None else float(cpus)
+        where = "the Ray cluster has" if cpus is None else "the trial declares"
         if need > have + 1e-9:
             raise ConfigError(
                 f"runtime declares {need:g} CPUs ({rt.workers} workers x {rt.worker_cpus:g} + learner "
-                f"{rt.learner_cpus:g} + evaluator {rt.eval_cpus:g}) but the Ray cluster has {have:g}")
+                f"{rt.learner_cpus:g} + evaluator {rt.eval_cpus:g}) but {where} {have:g}")
         cls = remote_classes(cfg)
-        conf = cfg.model_dump(mode="json")
-        self.oracle = cls["oracle"].remote(cfg.rules)
-        self.workers = [cls["worker"].remote(conf, i) for i in range(rt.workers)]
+        game = cfg.game_obj
+        self.oracle = cls["oracle"].remote(cfg.rules) if game.name == "yahtzee" else None
+        self.workers = [cls["worker"].remote(cfg, i) for i in range(rt.workers)]
         self.buffer = cls["buffer"].remote(rt.replay_positions, cfg.train.seed, buffer_state)
-        self.learner = cls["learner"].remote(conf, learner_state)
-        self.evaluator = cls["evaluator"].remote(conf, self.oracle)
+        self.learner = cls["learner"].remote(cfg, learner_state)
+        self.evaluator = cls["evaluator"].remote(cfg, self.oracle)
         self.restarts = 0
         self.n_workers = rt.workers
         self._table = None
@@ -230,7 +168,8 @@ class RayBackend:
         return net.eval()
 
     def oracle_table(self):
-        if self._table is None:
+        """Yahtzee's oracle table (None for Yamb)."""
+        if self._table is None and self.cfg.game == "yahtzee":
             from yamblab.oracle.table import OracleTable
 
             self._table = OracleTable.get(self.cfg.rules_obj)
@@ -245,7 +184,8 @@ class RayBackend:
         import ray
 
         for a in [*self.workers, self.buffer, self.learner, self.evaluator, self.oracle]:
-            ray.kill(a)
+            if a is not None:
+                ray.kill(a)
 
 
 # --------------------------------------------------------------------------- the run
@@ -255,14 +195,15 @@ class TrainingRun:
     Args:
         cfg: the run config.
         run_dir: the run's folder (checkpoint, config, plots).
-        backend: ``"ray"`` or ``"local"``.
         resume: continue from the checkpoint in ``run_dir``.
         tracker: a :class:`~yamblab.platform.tracking.Tracker` (the driver is the only writer), or None.
-        progress: show a progress bar.
+        progress: show a progress bar (a time-budgeted run shows its budget in minutes).
+        cpus: the CPUs the run's actors may declare in all (a sweep trial's); default: the
+            cluster's.
     """
 
-    def __init__(self, cfg: RunConfig, run_dir: str | Path, backend: str = "ray", resume: bool = False,
-                 tracker=None, progress: bool = True):
+    def __init__(self, cfg: RunConfig, run_dir: str | Path, resume: bool = False,
+                 tracker=None, progress: bool = True, cpus: float | None = None):
         from yamblab.learners.checkpoint import load_checkpoint
 
         self.cfg = cfg
@@ -294,7 +235,7 @@ class TrainingRun:
             if buffer_state.get("data") == {}:
                 buffer_state = None
         (self.run_dir / "config.yaml").write_text(cfg.to_yaml())
-        self.backend = (RayBackend if backend == "ray" else LocalBackend)(cfg, learner_state, buffer_state)
+        self.backend = RayBackend(cfg, learner_state, buffer_state, cpus=cpus)
         if tracker is not None:
             self._start_tracking()
 
@@ -358,7 +299,7 @@ class TrainingRun:
             self.evals.append({"iteration": self.iteration, "minutes": (self.elapsed) / 60.0,
                                "per_game_regret": np.round(ev["per_game_regret"], 6).tolist(),
                                "scores": ev["scores"].tolist(), "by_box": ev["by_box"],
-                               "by_decision": ev["by_decision"]})
+                               "by_decision": ev["by_decision"], "loss": ev["loss"]})
         metrics["seconds"] = time.perf_counter() - t0
         metrics["minutes"] = self.elapsed / 60.0
         self.history.append(metrics)
@@ -395,8 +336,14 @@ class TrainingRun:
         if self.progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=self.cfg.runtime.iterations, initial=self.iteration, desc=self.cfg.name,
-                       unit="it")
+            budget = self.cfg.runtime.time_budget_minutes
+            if budget is not None:     # a time-budgeted run shows its budget, not an ETA
+                bar = tqdm(total=float(budget), initial=min(self.elapsed / 60.0, budget),
+                           desc=f"{self.cfg.name} (budget {budget:g} min)",
+                           bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:g} min {postfix}")
+            else:
+                bar = tqdm(total=self.cfg.runtime.iterations, initial=self.iteration, desc=self.cfg.name,
+                           unit="it")
         try:
             while not self.done():
                 m = self.step()
@@ -405,8 +352,14 @@ class TrainingRun:
                             "loss": f"{m.get('train.total', float('nan')):.3f}"}
                     if "eval.regret_mean" in m:
                         post["regret"] = f"{m['eval.regret_mean']:.1f}"
+                    elif "eval.vs_baseline_mean" in m:
+                        post["vs bot"] = f"{m['eval.vs_baseline_mean']:+.0f}"
                     bar.set_postfix(post)
-                    bar.update(1)
+                    if self.cfg.runtime.time_budget_minutes is not None:
+                        bar.n = min(self.elapsed / 60.0, float(self.cfg.runtime.time_budget_minutes))
+                        bar.refresh()
+                    else:
+                        bar.update(1)
             if not self.evals or self.evals[-1]["iteration"] != self.iteration:
                 v, w = self.backend.weights()
                 ev = self.backend.evaluate(v, w)
@@ -414,7 +367,7 @@ class TrainingRun:
                 self.evals.append({"iteration": self.iteration, "minutes": self.elapsed / 60.0,
                                    "per_game_regret": np.round(ev["per_game_regret"], 6).tolist(),
                                    "scores": ev["scores"].tolist(), "by_box": ev["by_box"],
-                                   "by_decision": ev["by_decision"]})
+                                   "by_decision": ev["by_decision"], "loss": ev["loss"]})
                 self.checkpoint()
                 if self.tracker is not None:
                     self.tracker.log_metrics(self.run_id, ev["metrics"], step=self.iteration)
@@ -437,10 +390,11 @@ class TrainingRun:
         files = [str(self.run_dir / CHECKPOINT), str(self.run_dir / "config.yaml")]
         table = self.backend.oracle_table()
         figs = {
-            "learning_curve.png": plots.learning_curve(self.evals, self.history),
+            "learning_curve.png": plots.learning_curve(self.evals, self.history, last.get("loss", "regret")),
             "score_histogram.png": plots.score_histogram(np.array(last["scores"]), self.cfg, table),
-            "regret_breakdown.png": plots.regret_breakdown(last["by_decision"], last["by_box"]),
         }
+        if last["by_box"]:
+            figs["regret_breakdown.png"] = plots.regret_breakdown(last["by_decision"], last["by_box"])
         for name, fig in figs.items():
             path = out_dir / name
             fig.savefig(path, dpi=110)

@@ -8,8 +8,11 @@ probability-weighted add over rolls, an element-wise max over choices. The Cytho
 (:mod:`yamblab.oracle._target`) documents the layout. ``P(final ≥ T)`` from a position with
 ``k`` points on the card is entry ``T - k`` of its state.
 
-Figures (``benchmarks/target_score.py``, official rules, ``max_points`` 300, this project's
-2-core machine): see that script's docstring and the README.
+Figures (``benchmarks/target_score.py``, official rules, ``max_points`` 300): 591,232 states,
+609 MB float32; built in 535 s wall on a shared 2-core machine under a load average of 7-10
+(324 CPU-seconds), peak memory 637 MB (1.2 GB while writing or reading the cache). P(final ≥ 300) from a
+new game: 17.60% by the table, 17.89% [17.37, 18.43] in 20,000 simulated games of the policy;
+expected-score play reaches 300 in 14.23% [14.02, 14.45] of 100,000 games.
 
 The table is cached like the expected-value table (:mod:`yamblab.oracle.table`): one file per
 (variant, max_points) in ``$YAMBLAB_CACHE_DIR``, written atomically with a SHA-256 checksum; a
@@ -111,7 +114,10 @@ class TargetTable:
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=536448 if rules.upper_bonus else 4096 * 3, desc=f"target table {rules.name}",
+            masks = np.arange(4096)
+            upper_max = sum(((masks >> f) & 1) * 5 * (f + 1) for f in range(6))
+            lanes = 3 * int((np.minimum(upper_max, 63) + 1).sum()) if rules.upper_bonus else 4096 * 3
+            bar = tqdm(total=lanes - (128 if rules.upper_bonus else 2), desc=f"target table {rules.name}",
                        unit="states")
             cb = bar.update
         t0 = time.perf_counter()
@@ -149,7 +155,7 @@ class TargetTable:
         path = Path(path)
         try:
             with np.load(path, allow_pickle=False) as z:
-                data, off, wid = np.array(z["data"]), np.array(z["off"]), np.array(z["width"])
+                data, off, wid = z["data"], z["off"], z["width"]     # each read once, no copy
                 meta = json.loads(bytes(z["meta"]).decode())
         except FileNotFoundError:
             raise

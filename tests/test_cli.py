@@ -35,8 +35,31 @@ def test_user_mistakes_exit_2_without_traceback():
         ["oracle", "build", "--rules", "strict"],
         ["grade", "--agent", "nobody", "--games", "3"],
         ["grade", "--game", "chess"],
+        ["grade", "--game", "yamb", "--rules", "free"],                     # a Yahtzee option
+        ["grade", "--preset", "croatian"],                                  # a Yamb option
+        ["grade", "--game", "yamb", "--columns", "free,free"],
+        ["grade", "--game", "yamb", "--columns", "hand"],                   # not on the croatian card
+        ["grade", "--game", "yamb", "--agent", "oracle"],                   # four columns: no oracle
+        ["grade", "--agent", "greedy", "--valuation", "oracle"],            # not a search option
+        ["grade", "--agent", "search", "--depth", "one_step", "--valuation", "oracle"],
+        ["grade", "--agent", "search", "--valuation", "missing.pt"],
+        ["grade", "--agent", "random", "--checkpoint", "missing.pt"],
     ]
     for args in cases:
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)
         assert "error:" in res.output and "Traceback" not in res.output
+
+
+def test_grade_yamb_column_with_the_oracle_search_has_zero_regret():
+    res = runner.invoke(app, ["grade", "--game", "yamb", "--columns", "down", "--agent", "search",
+                              "--valuation", "oracle", "--games", "20", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["regret_mean"] == 0.0 and d["game"] == "yamb" and d["rules"] == "croatian[down]"
+
+
+def test_grade_yamb_card_is_paired_with_the_heuristic():
+    res = runner.invoke(app, ["grade", "--game", "yamb", "--agent", "greedy", "--games", "20"])
+    assert res.exit_code == 0, res.output
+    assert "vs heuristic" in res.output and "no exact oracle" in res.output

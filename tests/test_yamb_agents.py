@@ -6,8 +6,9 @@ import pytest
 from yamblab.agents.yamb_bots import GreedyAgent, make_agent, play, row_par
 from yamblab.errors import UnknownVariantError
 from yamblab.games.yamb.rules import PRESETS, card_total, get_preset, row_score
-from yamblab.platform.yamb_report import column_regret, grade_yamb, play_games
+from yamblab.games.protocol import make_game
 from yamblab.games.yamb.engine import YambBatch
+from yamblab.oracle.yamb_grading import grade_yamb, play_scores
 
 CRO = get_preset("croatian")
 
@@ -23,7 +24,8 @@ def test_planners_play_legal_full_games(preset, agent):
 
 
 def test_agents_rank_as_expected_on_the_same_dice():
-    means = {a: play_games(a, "croatian", 60, seed=4).mean() for a in ("random", "greedy", "heuristic")}
+    g = make_game("yamb", preset="croatian")
+    means = {a: play_scores(make_agent(a, CRO), g, 60, seed=4).mean() for a in ("random", "greedy", "heuristic")}
     assert means["random"] < 200 < means["greedy"] < means["heuristic"]
 
 
@@ -52,20 +54,33 @@ def test_unknown_agent_and_preset():
     with pytest.raises(UnknownVariantError, match="'alphazero'.*heuristic"):
         make_agent("alphazero", CRO)
     with pytest.raises(UnknownVariantError, match="presets"):
-        grade_yamb("random", "klingon", games=2)
+        make_game("yamb", preset="klingon")
 
 
-def test_grade_yamb_summary_is_deterministic():
-    g1 = grade_yamb("random", "croatian", games=40, seed=3, regret_games=10)
-    g2 = grade_yamb("random", "croatian", games=40, seed=3, regret_games=10)
-    assert g1 == g2
-    lo, hi = g1["ci95"]
-    assert lo < g1["mean"] < hi and g1["sd"] > 0 and g1["p90"] >= g1["median"]
-    reg = g1["column_regret"]
-    assert reg["oracle_value"] == pytest.approx(135.1851, abs=1e-3) and reg["mean_regret"] > 10
+def test_grade_yamb_summary_is_deterministic_and_paired_with_the_baseline():
+    g = make_game("yamb", preset="croatian")
+    r1 = grade_yamb(make_agent("random", CRO, seed=3), g, games=40, seed=3, baseline=make_agent("greedy", CRO))
+    r2 = grade_yamb(make_agent("random", CRO, seed=3), g, games=40, seed=3, baseline=make_agent("greedy", CRO))
+    assert r1.to_dict() == r2.to_dict()
+    assert r1.ci[0] < r1.mean < r1.ci[1] and r1.sd > 0 and r1.p90 >= r1.median
+    assert not r1.has_regret and r1.to_dict()["regret_mean"] is None      # no oracle for 4 columns
+    assert r1.diff_mean == pytest.approx(r1.mean - r1.baseline_mean) and r1.diff_ci[1] < -300
 
 
 def test_heuristic_regret_is_small_on_a_down_column():
-    h = column_regret("heuristic", "croatian", 30, seed=1)
-    g = column_regret("greedy", "croatian", 30, seed=1)
-    assert 0 <= h["mean_regret"] < 1.0 < g["mean_regret"]
+    down = make_game("yamb", preset="croatian", columns=["down"])
+    h = grade_yamb(make_agent("heuristic", down), down, 30, seed=1)
+    g = grade_yamb(make_agent("greedy", down), down, 30, seed=1)
+    assert 0 <= h.regret_mean < 1.0 < g.regret_mean
+    assert sum(g.regret_by_decision.values()) == pytest.approx(g.regret_mean)
+    assert sum(g.regret_by_box.values()) == pytest.approx(g.regret_by_decision["box"])
+
+
+def test_full_turn_search_on_the_column_oracle_plays_with_zero_regret():
+    """A single-column game's full-turn search valued by the exact column oracle is optimal."""
+    for col in ("down", "up"):
+        g = make_game("yamb", preset="croatian", columns=[col])
+        rep = grade_yamb(make_agent("search", g, valuation="oracle"), g, 40, seed=2)
+        assert rep.regret_mean == pytest.approx(0.0, abs=1e-9)
+        opt = grade_yamb(make_agent("oracle", g), g, 40, seed=2)
+        assert rep.mean == pytest.approx(opt.mean)          # same dice, same (optimal) play

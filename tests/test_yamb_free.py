@@ -193,3 +193,19 @@ def test_cli_entry_point_routes_free(monkeypatch):
     assert build_column_oracle("croatian", "free") == 1.5
     with pytest.raises(UnknownVariantError):
         build_column_oracle("croatian", "diagonal")
+
+
+@pytest.mark.slow
+def test_cli_grades_free_column_search_on_the_oracle_with_zero_regret():
+    """`yamblab grade --game yamb --columns free --agent search --valuation oracle --json`."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from yamblab.platform.cli import app
+
+    res = CliRunner().invoke(app, ["grade", "--game", "yamb", "--columns", "free", "--agent", "search",
+                                   "--valuation", "oracle", "--games", "10", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["regret_mean"] == 0.0 and d["rules"] == "croatian[free]"

@@ -117,7 +117,7 @@ def _logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def make_agent(name: str, rules: YambRules, seed: int = 0):
+def make_agent(name: str, rules: YambRules, seed: int = 0, **options):
     """An agent by name (``random``, ``greedy``, ``heuristic``, ``oracle``, ``search``) from the one
     registry (:func:`yamblab.agents.base.make_agent`).
 
@@ -126,7 +126,7 @@ def make_agent(name: str, rules: YambRules, seed: int = 0):
     """
     from yamblab.agents.base import make_agent as _make
 
-    return _make(name, rules, seed=seed)
+    return _make(name, rules, seed=seed, **options)
 
 
 @register("random", game="yamb")

@@ -136,47 +136,76 @@ def advise(
 @app.command()
 @user_errors
 def grade(
-    agent: str = typer.Option("greedy", help="random, greedy, oracle, or another registered agent "
-                                             "(search, …; Yamb: random, greedy, heuristic)."),
+    agent: str = typer.Option("greedy", help="A registered agent. Yahtzee: random, greedy, oracle, search; "
+                                             "Yamb: random, greedy, heuristic, oracle (a single down/up/free "
+                                             "column), search."),
     games: int = typer.Option(1000, min=1, help="Number of games."),
     seed: int = typer.Option(0, min=0, help="Dice seed: the same seed gives every agent the same dice."),
-    rules: str = typer.Option("forced", help=RULES_HELP),
+    rules: Optional[str] = typer.Option(None, help=RULES_HELP + " Yahtzee only (default forced)."),
     game: str = typer.Option("yahtzee", help="yahtzee or yamb."),
-    preset: Optional[str] = typer.Option(None, help="Yamb preset (with --game yamb)."),
+    preset: Optional[str] = typer.Option(None, help="Yamb rule preset (default croatian; with --game yamb)."),
+    columns: Optional[str] = typer.Option(None, help="Yamb only: play only these columns of the preset, "
+                                                     "comma-separated (e.g. free: the single free-column game, "
+                                                     "graded decision by decision by its exact oracle)."),
     valuation: Optional[str] = typer.Option(None, help="For --agent search: 'oracle' or a checkpoint path."),
-    checkpoint: Optional[str] = typer.Option(None, help="Grade a trained agent from this checkpoint."),
-    depth: str = typer.Option("full_turn", help="Search depth of a network agent: none (policy "
-                                                "alone), one_step or full_turn."),
+    checkpoint: Optional[str] = typer.Option(None, help="Grade a trained agent from this checkpoint "
+                                                        "(the search agent on its network)."),
+    depth: Optional[str] = typer.Option(None, help="Search depth of a network agent: none (policy "
+                                                   "alone), one_step or full_turn (default)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ):
-    """Play seeded games with an agent and grade every decision against the oracle."""
-    if game == "yamb":
-        report = _yamb_api().grade_yamb(agent, preset or "croatian", games, seed)
-        typer.echo(json.dumps(report, indent=2, default=float) if as_json else _format_dict(report))
-        return
-    if game != "yahtzee":
-        raise _unknown_game(game)
-    from yamblab.agents.base import make_agent
-    from yamblab.oracle.grading import grade as _grade
-    from yamblab.oracle.table import OracleTable
+    """Play seeded games with an agent and grade every decision against the exact oracle.
 
-    r = _rules(rules)
-    table = OracleTable.get(r)
-    if depth not in ("none", "one_step", "full_turn"):
+    Yahtzee and a single Yamb column (down, up or free) are graded decision by decision: the
+    regret per game with its 95% CI, by decision and by box. A Yamb card of several columns
+    has no exact oracle: it is compared with the heuristic bot on the same dice instead.
+    """
+    from yamblab.agents.base import make_agent
+    from yamblab.games.protocol import make_game
+
+    if game not in ("yahtzee", "yamb"):
+        raise _unknown_game(game)
+    if game == "yamb" and rules is not None:
+        raise YamblabError("--rules is a Yahtzee option; Yamb takes --preset (and --columns)")
+    if game == "yahtzee" and (preset is not None or columns is not None):
+        raise YamblabError("--preset and --columns are Yamb options (with --game yamb)")
+    if depth is not None and depth not in ("none", "one_step", "full_turn"):
         raise _bad_choice("search depth", depth, ["none", "one_step", "full_turn"])
-    if checkpoint is not None and not Path(checkpoint).is_file():
-        raise YamblabError(f"no checkpoint file at {checkpoint}")
+    if checkpoint is not None:
+        if agent not in ("greedy", "search"):   # greedy is the default: not given
+            raise YamblabError(f"--checkpoint plays the search agent on its network; drop --agent {agent}")
+        if valuation is not None:
+            raise YamblabError("--checkpoint is the valuation; drop --valuation")
+        if not Path(checkpoint).is_file():
+            raise YamblabError(f"no checkpoint file at {checkpoint}")
+        agent, valuation = "search", checkpoint
+    elif agent != "search" and (valuation is not None or depth is not None):
+        raise YamblabError(f"--valuation and --depth are options of the search agent, not of {agent}")
+    if valuation is not None and valuation != "oracle" and not Path(valuation).is_file():
+        raise YamblabError(f"--valuation: no checkpoint file at {valuation} (or use 'oracle')")
+    if game == "yamb":
+        cols = [c for c in columns.split(",") if c.strip()] if columns is not None else None
+        g = make_game("yamb", preset=preset or "croatian", columns=cols)
+    else:
+        g = make_game("yahtzee", rules or "forced")
     options = {}
     if valuation is not None:
         options["valuation"] = valuation
-    if checkpoint is not None:
-        # a trained agent: its network drives full-turn search (its value head at the leaves)
-        agent, options["valuation"] = "search", checkpoint
+    if depth is not None:
         options["depth"] = depth
-    elif depth != "full_turn":
-        options["depth"] = depth
-    a = make_agent(agent, r, table=table, seed=seed, **options)
-    report = _grade(a, r, games=games, seed=seed, table=table, progress=not as_json)
+    if g.name == "yamb":
+        from yamblab.oracle.yamb_grading import grade_yamb
+
+        a = make_agent(agent, g, seed=seed, **options)
+        base = None if g.oracle_column else make_agent("heuristic", g, seed=seed)
+        report = grade_yamb(a, g, games=games, seed=seed, baseline=base, progress=not as_json)
+    else:
+        from yamblab.oracle.grading import grade as _grade
+        from yamblab.oracle.table import OracleTable
+
+        table = OracleTable.get(g.rules)
+        a = make_agent(agent, g, table=table, seed=seed, **options)
+        report = _grade(a, g.rules, games=games, seed=seed, table=table, progress=not as_json)
     typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.format())
 
 
@@ -359,25 +388,6 @@ def _yamb_api():
         if exc.name == "yamblab.platform.yamb_report":
             raise YamblabError("Yamb support is not installed in this version of yamblab") from None
         raise
-
-
-def _format_dict(d: dict) -> str:
-    """A Yamb grading report as text."""
-    lines = [f"agent {d.get('agent')} · yamb preset {d.get('preset')} · {d.get('games')} games · seed {d.get('seed')}"]
-    if "mean" in d:
-        lo, hi = d.get("ci95", (float("nan"), float("nan")))
-        lines.append(f"  score      mean {d['mean']:8.2f}  95% CI [{lo:.2f}, {hi:.2f}]")
-        lines.append(f"             SD {d.get('sd', float('nan')):.2f}  median {d.get('median', float('nan')):.1f}  "
-                     f"p90 {d.get('p90', float('nan')):.1f}")
-    cr = d.get("column_regret")
-    if isinstance(cr, dict):
-        lo, hi = cr.get("regret_ci95", (float("nan"), float("nan")))
-        lines.append(f"  single {cr.get('column')} column, graded by its exact oracle ({cr.get('games')} games): "
-                     f"regret {cr.get('mean_regret', float('nan')):.3f} points/game  95% CI [{lo:.3f}, {hi:.3f}]; "
-                     f"agent {cr.get('agent_mean', float('nan')):.2f} vs optimal {cr.get('oracle_value', float('nan')):.2f}")
-    shown = {"agent", "preset", "games", "seed", "mean", "ci95", "sd", "median", "p90", "column_regret"}
-    lines += [f"  {k}: {v}" for k, v in d.items() if k not in shown]
-    return "\n".join(lines)
 
 
 def _unknown_game(game: str) -> YamblabError:

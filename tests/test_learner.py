@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from yamblab.errors import DamagedFileError
 from yamblab.games.yahtzee.rules import OFFICIAL
-from yamblab.learners.checkpoint import load_checkpoint, load_network, save_checkpoint
+from yamblab.model.checkpoint import load_checkpoint, load_network, save_checkpoint
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.learner import Learner
 from yamblab.learners.samples import SampleBatch

@@ -24,7 +24,7 @@ def _yamblab(*args, **kw):
 @pytest.mark.parametrize("config,n", [("yahtzee-tiny", 16), ("yamb-tiny", 8)])
 def test_killed_driver_resumes_at_the_right_iteration(tmp_path, config, n):
     """The driver (with its own local Ray cluster and actors) is killed; rerunning resumes."""
-    from yamblab.learners.checkpoint import load_checkpoint
+    from yamblab.model.checkpoint import load_checkpoint
 
     runs = tmp_path / "runs"
     env = {**os.environ, "YAMBLAB_CACHE_DIR": os.environ.get("YAMBLAB_CACHE_DIR", str(tmp_path))}

@@ -95,7 +95,7 @@ def test_network_search_agent_plays_only_legal_moves(tmp_path):
 
 
 def test_checkpoint_valuation_agent(tmp_path, official_table):
-    from yamblab.learners.checkpoint import save_checkpoint
+    from yamblab.model.checkpoint import save_checkpoint
     from yamblab.learners.config import TrainConfig
     from yamblab.learners.learner import Learner
     from yamblab.model.config import ModelConfig

@@ -329,7 +329,7 @@ def test_advise_command_knows_the_variant(official_table):
 @pytest.mark.slow
 def test_a_checkpoint_is_served_as_an_agent_with_its_search_values(tmp_path, official_table):
     torch = pytest.importorskip("torch")
-    from yamblab.learners.checkpoint import save_checkpoint
+    from yamblab.model.checkpoint import save_checkpoint
     from yamblab.learners.config import TrainConfig
     from yamblab.learners.learner import Learner
     from yamblab.model.config import ModelConfig

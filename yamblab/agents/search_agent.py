@@ -89,7 +89,7 @@ def _search(game, table=None, seed=0, valuation: str = "oracle", depth: str = "f
 
         table = table or OracleTable.get(game.rules)
         return SearchAgent(game, table.values, depth, name="search-oracle")
-    from yamblab.learners.checkpoint import load_network
+    from yamblab.model.checkpoint import load_network
 
     net = load_network(valuation, map_location=device).to(device)
     return network_agent(net, game, depth, name=f"search-{depth}")

@@ -181,7 +181,6 @@ def encode_yamb(batch, rules=None) -> EncodedBatch:
         :class:`EncodedBatch` of n positions (finished games get an all-False legal mask).
     """
     from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
-    from yamblab.games.yamb.engine import yamb_action_to_shared
 
     rules = batch.rules if rules is None else rules
     n, C, R = batch.n, rules.n_columns, rules.n_rows
@@ -222,9 +221,20 @@ def encode_yamb(batch, rules=None) -> EncodedBatch:
         pure = (ru == 1) if pure is None else (np.asarray(pure) != 0)
         enc.state[:, 27] = np.where(done | (ann >= 0), 0.0, pure.astype(np.float32))
     legal = batch.legal_actions()
-    shared = yamb_action_to_shared(rules, np.arange(legal.shape[1]))
+    shared = yamb_shared_index(rules)
     enc.legal[:, shared] = legal
     return enc
+
+
+def yamb_shared_index(rules) -> np.ndarray:
+    """int64 (A,): the shared action of each engine action of a Yamb card (``A = C*R + 2**n + R``).
+
+    Placements ``c*R + r`` → ``c*16 + r``; holds ``C*R + h`` → ``128 + h``; announcements
+    ``C*R + 2**n + r`` → ``192 + r`` (:mod:`yamblab.games.yamb.engine`'s action space).
+    """
+    C, R, H = rules.n_columns, rules.n_rows, 1 << rules.n_dice
+    c, r = np.divmod(np.arange(C * R), R)
+    return np.concatenate([c * N_ROWS + r, HOLD_OFFSET + np.arange(H), ANNOUNCE_OFFSET + np.arange(R)]).astype(np.int64)
 
 
 def decode_yamb_card(enc: EncodedBatch, rules) -> np.ndarray:

@@ -301,7 +301,7 @@ def train(
     from yamblab.platform.tracking import Tracker
 
     if resume:
-        from yamblab.learners.checkpoint import load_checkpoint
+        from yamblab.model.checkpoint import load_checkpoint
         from yamblab.platform.config import RunConfig
         from yamblab.platform.configio import validate
 

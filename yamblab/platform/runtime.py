@@ -204,7 +204,7 @@ class TrainingRun:
 
     def __init__(self, cfg: RunConfig, run_dir: str | Path, resume: bool = False,
                  tracker=None, progress: bool = True, cpus: float | None = None):
-        from yamblab.learners.checkpoint import load_checkpoint
+        from yamblab.model.checkpoint import load_checkpoint
 
         self.cfg = cfg
         self.run_dir = Path(run_dir)
@@ -309,8 +309,8 @@ class TrainingRun:
         return metrics
 
     def checkpoint(self) -> Path:
-        """Write the run's state atomically (see :func:`yamblab.learners.checkpoint.save_checkpoint`)."""
-        from yamblab.learners.checkpoint import save_checkpoint
+        """Write the run's state atomically (see :func:`yamblab.model.checkpoint.save_checkpoint`)."""
+        from yamblab.model.checkpoint import save_checkpoint
 
         learner_state, buffer_state = self.backend.state()
         payload = {

@@ -379,7 +379,7 @@ class Sweep:
                         self.tracker.log_artifact(run_id, Path(tmp) / name)
                     ckpt = Path(tmp) / "checkpoint.pt"
                     if ckpt.exists():
-                        from yamblab.learners.checkpoint import load_network
+                        from yamblab.model.checkpoint import load_network
 
                         self.tracker.log_torch_model(run_id, load_network(ckpt))
                 trial.set_user_attr("per_game_regret", [round(float(x), 6) for x in regrets])

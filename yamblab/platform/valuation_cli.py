@@ -84,7 +84,7 @@ def resolve_valuation(spec: str, rules, table, progress: bool = True) -> tuple[s
             raise YamblabError(f"{spec} holds an array of shape {W.shape}, not (4096, 3, 64)")
         return p.stem, W.astype(np.float64), {}
     if p.suffix in (".pt", ".pth"):
-        from yamblab.learners.checkpoint import load_network
+        from yamblab.model.checkpoint import load_network
         from yamblab.model.exact_score import network_table
 
         net = load_network(str(p), map_location="cpu")

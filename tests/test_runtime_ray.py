@@ -1,14 +1,22 @@
 """The Ray runtime on one small shared local cluster."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.ray
 
 
-def test_two_iterations_on_ray(ray_cluster, tiny_config, tmp_path):
+@pytest.mark.parametrize("name", ["yahtzee-tiny", "yamb-tiny"])
+def test_two_iterations_on_ray(ray_cluster, tmp_path, name):
+    """Both games train through the one loop; Yamb's single column is graded by its oracle."""
+    from yamblab.platform.config import load_run_config
     from yamblab.platform.runtime import CHECKPOINT, TrainingRun
 
+    tiny_config = load_run_config(ROOT / "configs" / f"{name}.yaml", {"runtime.run_dir": str(tmp_path / "runs")})
     run = TrainingRun(tiny_config, tmp_path / "run", progress=False)
     try:
         history = run.run()

@@ -156,7 +156,8 @@ class RunConfig(BaseModel):
         if self.train.bot_share > 0:
             from yamblab.agents.base import agent_names
 
-            if self.train.bot not in agent_names(game) or self.train.bot == "search":
+            no_oracle = self.train.bot == "oracle" and game.name == "yamb" and not game.oracle_column
+            if self.train.bot not in agent_names(game) or self.train.bot == "search" or no_oracle:
                 raise ValueError(f"train.bot {self.train.bot!r} is not a {self.game} bot; choose one of "
                                  f"{', '.join(n for n in agent_names(game) if n != 'search')}")
         return self

@@ -1,0 +1,135 @@
+"""The game protocol's contract on both engines, and Yamb's search, self-play and evaluation."""
+
+import numpy as np
+import pytest
+import torch
+
+from yamblab.errors import ConfigError, UnknownVariantError
+from yamblab.games.encoding import N_ACTIONS
+from yamblab.games.protocol import Game, make_game, step_shared
+
+GAMES = [("yahtzee", None, None), ("yamb", "croatian", None), ("yamb", "croatian", ["free"]),
+         ("yamb", "six_dice", None), ("yamb", "jamb_nn", None), ("yamb", "seven_column", None)]
+
+
+def _game(name, preset, cols):
+    return make_game(name, preset=preset, columns=cols) if name == "yamb" else make_game(name)
+
+
+@pytest.mark.parametrize("name,preset,cols", GAMES)
+def test_protocol_contract(name, preset, cols):
+    """Random play through the shared action space: masks agree with the engine, games end
+    after n_turns boxes, totals are the card's, the same seed gives the same games."""
+    g = _game(name, preset, cols)
+    assert isinstance(g, Game) and g.name == name and len(g.digest) == 16
+    rng = np.random.default_rng(0)
+    totals = []
+    for _ in range(2):
+        b = g.new_batch(6, seed=11, first_game=3)
+        boxes = np.zeros(b.n, int)
+        rng = np.random.default_rng(0)
+        while not b.done.all():
+            enc = g.encode(b)
+            assert enc.legal.shape == (b.n, N_ACTIONS)
+            eng = b.legal_actions()
+            for i in np.flatnonzero(~b.done):
+                shared = np.flatnonzero(enc.legal[i])
+                assert sorted(g.to_engine(shared).tolist()) == np.flatnonzero(eng[i]).tolist()
+                assert (g.to_shared(g.to_engine(shared)) == shared).all()
+            assert not enc.legal[b.done].any()
+            a = np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in enc.legal])
+            boxes += (~b.done) & (a < 128)
+            step_shared(g, b, a)
+        assert (boxes == g.n_turns).all()
+        assert g.bonus_reached(b).shape == (b.n,) and ((0 <= g.bonus_reached(b)) & (g.bonus_reached(b) <= 1)).all()
+        totals.append(b.total.copy())
+    assert (totals[0] == totals[1]).all()
+
+
+def test_make_game_refuses_options_of_the_other_game():
+    with pytest.raises(ConfigError, match="Yamb options"):
+        make_game("yahtzee", preset="croatian")
+    with pytest.raises(ConfigError, match="Yahtzee option"):
+        make_game("yamb", rules="forced")
+    with pytest.raises(ConfigError, match="not on the croatian card"):
+        make_game("yamb", preset="croatian", columns=["hand"])
+    with pytest.raises(UnknownVariantError, match="unknown game"):
+        make_game("chess")
+
+
+def test_boundary_encoding_has_no_dice_and_the_turns_rolls():
+    g = make_game("yamb", preset="six_dice", columns=["free"])
+    b = g.new_batch(2, seed=0)
+    enc = g.encode_boundary(b, np.array([0, 1]))
+    assert (enc.dice == 0).all() and not enc.legal.any()
+    assert (enc.state[:, 3] == 1).all()            # 3 rolls in the coming turn (not the last)
+
+
+@pytest.mark.parametrize("preset,depth", [("croatian", "full_turn"), ("jamb_nn", "full_turn"),
+                                          ("croatian", "one_step")])
+def test_yamb_search_values_exactly_the_legal_actions(preset, depth):
+    """Q is finite on the legal actions only, for full-turn and one-step search, 5 and 6 dice."""
+    from yamblab.model.config import ModelConfig
+    from yamblab.model.network import YambNet
+    from yamblab.search.expectimax import make_search
+    from yamblab.search.valuation import NetworkValuation
+
+    torch.manual_seed(0)
+    net = YambNet(ModelConfig.preset("tiny", value_max=1500.0)).eval()
+    g = make_game("yamb", preset=preset)
+    search = make_search(depth, g, NetworkValuation(net))
+    b = g.new_batch(3, seed=4)
+    for _ in range(4 if depth == "one_step" else 12):
+        q = search.q(b)
+        legal = g.encode(b).legal
+        assert (np.isfinite(q) == legal).all()
+        step_shared(g, b, np.argmax(q, axis=1))
+
+
+def test_yamb_self_play_samples_have_legal_targets():
+    from yamblab.learners.config import SearchConfig, TrainConfig
+    from yamblab.learners.selfplay import SelfPlay
+    from yamblab.model.config import ModelConfig
+
+    g = make_game("yamb", preset="croatian", columns=["down"])
+    sp = SelfPlay(ModelConfig.preset("tiny", boundary_head=True, boundary_features="card"),
+                  TrainConfig(value_target_mix=1.0, bot="heuristic", bot_share=0.5),
+                  SearchConfig(depth="full_turn"), g)
+    s, stats = sp.play_games(4, seed=2, n_bot=2)
+    pol = s.has_policy
+    assert pol.any() and (~pol).any()                       # decisions and boundary positions
+    assert np.allclose(s.policy_target[pol].sum(axis=1), 1.0, atol=1e-5)
+    assert ((s.policy_target[pol] > 0) <= s.legal[pol]).all()
+    assert np.isfinite(s.value_target).all() and stats["leaf_positions"] > 0
+
+
+def test_evaluator_pairs_a_full_yamb_card_with_the_heuristic_bot(tmp_path):
+    from yamblab.actors.actors import Evaluator, eval_payload
+    from yamblab.agents.base import make_agent
+    from yamblab.platform.config import RunConfig
+
+    cfg = RunConfig(game="yamb", preset="croatian", runtime={"eval_games": 6})
+    ev = Evaluator(cfg)
+    rep = ev.grade(make_agent("greedy", cfg.game_obj))
+    out = eval_payload(rep, 0, 0.0)
+    assert out["loss"] == "points below heuristic" and "eval.regret_mean" not in out["metrics"]
+    assert out["per_game_regret"].mean() == pytest.approx(-rep.diff_mean)
+    assert out["metrics"]["eval.vs_baseline_mean"] < 0        # greedy trails the heuristic
+
+
+def test_run_config_names_the_game_options():
+    from yamblab.platform.config import RunConfig
+
+    with pytest.raises(ValueError, match="Yahtzee option"):
+        RunConfig(game="yamb", rules="forced")
+    with pytest.raises(ValueError, match="Yamb options"):
+        RunConfig(game="yahtzee", columns=["free"])
+    with pytest.raises(ValueError, match="network size"):
+        RunConfig(preset="tiny")
+    with pytest.raises(ValueError, match="successor_samples"):
+        RunConfig(game="yamb", train={"successor_samples": 4})
+    with pytest.raises(ValueError, match="not a yamb bot"):
+        RunConfig(game="yamb", train={"bot": "oracle", "bot_share": 0.2})     # 4 columns: no oracle
+    with pytest.raises(ValueError, match="not a yahtzee bot"):
+        RunConfig(train={"bot": "heuristic", "bot_share": 0.2})
+    assert RunConfig().rules == "forced" and RunConfig(game="yamb").rules is None

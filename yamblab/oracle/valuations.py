@@ -216,9 +216,8 @@ RULE_NAMES = ("zero", "average", "average-step", "average-ramp")
 #: Chance 30, a 36-point ramp of slope 13, 46 for a Yahtzee scored; the other boxes at their
 #: means) and is tuned by coordinate descent on its 17 parameters.
 TUNED: dict[str, dict] = {
-    "tuned-ramp": dict(box_values=[6.4, 6.8, 8.57, 12.16, 15.69, 19.19, 21.66, 13.09, 22.59, 29.46, 21.0,
-                                   16.87, 30.0],
-                       bonus="ramp", bonus_size=36.0, ramp_slope=13.0, ramp_mid=0.5, yahtzee_flag=46.0),
+    "tuned-ramp": dict(box_values=[8.40, 8.80, 10.57, 12.16, 13.69, 15.19, 23.66, 17.09, 18.59, 31.46, 23.00, 14.87, 32.00],
+                       bonus="ramp", bonus_size=36.00, ramp_slope=13.00, ramp_mid=0.500, yahtzee_flag=52.00),
 }
 
 

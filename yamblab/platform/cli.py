@@ -17,7 +17,6 @@ A user's mistake (impossible dice, an unreachable position, an unknown variant â
 
 from __future__ import annotations
 
-import functools
 import importlib
 import json
 import logging
@@ -28,6 +27,7 @@ from typing import Optional
 import typer
 
 from yamblab.errors import YamblabError
+from yamblab.platform.user_errors import user_errors
 
 app = typer.Typer(
     help="yamblab: AlphaZero-style agents for Yahtzee and Yamb, graded by an exact oracle.",
@@ -38,18 +38,6 @@ app.add_typer(oracle_app, name="oracle")
 
 RULES_HELP = ("Rule variant: a joker rule (forced = official, free = Verhoeff, priority = seed 001, "
               "none), optionally followed by ',no-upper-bonus' and/or ',no-yahtzee-bonus'.")
-
-
-def user_errors(fn):
-    """Turn YamblabError (a user's mistake) into 'error: â€¦' on stderr and exit status 2."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except YamblabError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-    return wrapper
 
 
 def _rules(text: str):

@@ -133,3 +133,23 @@ def test_run_config_names_the_game_options():
     with pytest.raises(ValueError, match="not a yahtzee bot"):
         RunConfig(train={"bot": "heuristic", "bot_share": 0.2})
     assert RunConfig().rules == "forced" and RunConfig(game="yamb").rules is None
+
+
+@pytest.mark.slow
+def test_exact_score_of_the_evaluated_network_agrees_with_sampled_grading():
+    """The evaluator logs full-turn search's exact score on the boundary head beside the sampled
+    regret; the boundary head reads only the boundary state, so the two must agree."""
+    from yamblab.actors.actors import Evaluator
+    from yamblab.learners.learner import Learner
+    from yamblab.platform.config import load_run_config
+
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = load_run_config(root / "configs" / "yahtzee-cpu.yaml", {"runtime.eval_games": 400})
+    ev = Evaluator(cfg)
+    assert ev.exact_applies()
+    version, w = Learner(cfg.model, cfg.train).get_weights()
+    m = ev.evaluate(version, [w])["metrics"]
+    assert m["eval.regret_ci_low"] <= m["eval.exact_regret"] <= m["eval.regret_ci_high"]
+    assert m["eval.exact_score"] == pytest.approx(254.5877 - m["eval.exact_regret"], abs=1e-3)

@@ -196,7 +196,10 @@ class Evaluator:
     """Plays noise-free games on fixed dice and grades them (one evaluator for every game).
 
     Every run and every arm of a sweep is evaluated on the same games (``eval_seed``), so they
-    compare on equal luck. Yahtzee's decisions are graded by the oracle service; a single Yamb
+    compare on equal luck. Yahtzee's decisions are graded by the oracle service, and when the
+    agent is full-turn search on the boundary head (a valuation of boundary states) its exact
+    expected score is logged beside the sampled regret (``eval.exact_score``,
+    ``eval.exact_regret``: no sampling noise); a single Yamb
     column's by its exact column oracle (built in this actor once); a Yamb card of several
     columns, which has no oracle, is compared with the heuristic bot on the same dice (its
     scores are played once and kept).
@@ -230,9 +233,23 @@ class Evaluator:
         from yamblab.agents.search_agent import network_agent
 
         t0 = time.perf_counter()
-        agent = network_agent(self._network(weights), self.game, self.cfg.eval_depth)
+        net = self._network(weights)
+        agent = network_agent(net, self.game, self.cfg.eval_depth)
         report = self.grade(agent)
-        return eval_payload(report, version, time.perf_counter() - t0)
+        out = eval_payload(report, version, time.perf_counter() - t0)
+        if self.exact_applies():
+            from yamblab.model.exact_score import exact_network_score
+
+            ex = exact_network_score(net, self.game.rules)
+            out["metrics"].update({"eval.exact_score": ex["exact_score"], "eval.exact_regret": ex["exact_regret"],
+                                   "eval.exact_seconds": ex["valuation_seconds"] + ex["evaluation_seconds"]})
+        return out
+
+    def exact_applies(self) -> bool:
+        """Whether the evaluated agent is a valuation of Yahtzee's boundary states: full-turn
+        search on the boundary head, whose exact score the backward pass gives (no sampling)."""
+        return (self.game.name == "yahtzee" and self.cfg.eval_depth == "full_turn"
+                and self.cfg.model.boundary_head)
 
     def grade(self, agent):
         """A :class:`~yamblab.oracle.grading.GradeReport` of ``agent`` on the evaluation games."""

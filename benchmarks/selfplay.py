@@ -7,6 +7,7 @@ network positions self-play evaluates per second (policy forward passes plus sea
 to that raw rate shows how much of self-play is spent outside the network (target >= 0.5).
 
     python benchmarks/selfplay.py [--config configs/yahtzee-cpu.yaml] [--games N]
+    python benchmarks/selfplay.py --config configs/yamb-free-cpu.yaml      # Yamb
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def main() -> None:
         reps += 1
     raw = reps * b / (time.perf_counter() - t1)
     net_rate = net_positions / dt
-    print(f"self-play ({cfg.name}, preset {cfg.preset}, search {cfg.search.depth}, {args.threads} thread):")
+    print(f"self-play ({cfg.name}: {cfg.game_obj.label}, network {cfg.size}, search {cfg.search.depth}, "
+          f"{args.threads} thread):")
     print(f"  {n} games in {dt:.2f} s: {n / dt:.1f} games/s, {stats['positions'] / dt:,.0f} decision positions/s")
     print(f"  network positions evaluated: {net_positions:,} in {len(calls)} forward calls "
           f"(mean batch {mean_batch:,.0f}) = {net_rate:,.0f} positions/s")

@@ -408,7 +408,8 @@ class TrainingRun:
                 self.tracker.log_artifact(self.run_id, f)
             self.tracker.log_torch_model(self.run_id, self.backend.network())
             self.tracker.end_run(self.run_id)
-        return {"per_game_regret": last["per_game_regret"], "scores": last["scores"],
+        return {"per_game_regret": last["per_game_regret"], "loss": last.get("loss", "regret"),
+                "scores": last["scores"],
                 "metrics": summary, "files": files}
 
     def shutdown(self) -> None:

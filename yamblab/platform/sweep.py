@@ -151,9 +151,14 @@ def summarise(arms: dict[str, ArmResult], baseline: str) -> list[dict]:
     return rows
 
 
-def format_table(rows: list[dict], baseline: str) -> str:
-    """The result table as text."""
-    head = (f"{'arm':28s} {'seeds':>5s} {'regret/game':>12s} {'95% CI':>18s} {'vs ' + baseline:>14s} "
+def format_table(rows: list[dict], baseline: str, loss: str = "regret") -> str:
+    """The result table as text.
+
+    ``loss`` names what each game's number is: ``"regret"`` (exact, against the oracle) or, for
+    a Yamb card with no oracle, ``"points below heuristic"`` (paired on the same dice).
+    """
+    label = "regret/game" if loss == "regret" else "behind bot/game"
+    head = (f"{'arm':28s} {'seeds':>5s} {label:>15s} {'95% CI':>18s} {'vs ' + baseline:>14s} "
             f"{'95% CI':>18s}  verdict")
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -161,12 +166,14 @@ def format_table(rows: list[dict], baseline: str) -> str:
         if "diff" in r:
             dci = f"[{r['diff_low']:+.2f}, {r['diff_high']:+.2f}]"
             verdict = ("worse" if r["diff_low"] > 0 else "better") if r["matters"] else "no clear difference"
-            lines.append(f"{r['arm']:28s} {r['seeds']:5d} {r['regret']:12.2f} {ci:>18s} {r['diff']:+14.2f} {dci:>18s}  {verdict}")
+            lines.append(f"{r['arm']:28s} {r['seeds']:5d} {r['regret']:15.2f} {ci:>18s} {r['diff']:+14.2f} {dci:>18s}  {verdict}")
         else:
-            lines.append(f"{r['arm']:28s} {r['seeds']:5d} {r['regret']:12.2f} {ci:>18s} {'(baseline)' if r['arm'] == baseline else '':>14s}")
+            lines.append(f"{r['arm']:28s} {r['seeds']:5d} {r['regret']:15.2f} {ci:>18s} {'(baseline)' if r['arm'] == baseline else '':>14s}")
     spread = [f"{r['arm']}: " + ", ".join(f"{v:.1f}" for v in r["seed_means"]) for r in rows
               if len(r.get("seed_means", [])) > 1]
     lines.append("")
+    if loss != "regret":
+        lines.append(f"Each game's number: {loss} on the same dice (this card has no exact oracle).")
     if spread:
         lines.append("95% intervals: bootstrap over training seeds and evaluation games (paired by seed and game).")
         lines += [f"  per-seed regret  {t}" for t in spread]
@@ -383,6 +390,7 @@ class Sweep:
 
                         self.tracker.log_torch_model(run_id, load_network(ckpt))
                 trial.set_user_attr("per_game_regret", [round(float(x), 6) for x in regrets])
+                trial.set_user_attr("loss", out.get("loss", "regret"))
                 study.tell(trial, float(regrets.mean()))
                 self.tracker.end_run(run_id)
                 self._release(groups, actor)
@@ -445,7 +453,8 @@ class Sweep:
             best = min(complete, key=lambda t: t.value).number if complete else None
             baseline = f"trial{best}" if best is not None else ""
         rows = summarise(arms, baseline)
-        table = format_table(rows, baseline)
+        loss = complete[0].user_attrs.get("loss", "regret") if complete else "regret"
+        table = format_table(rows, baseline, loss)
         self.table_text = table
         self.baseline = baseline
         self.tracker.log_text(parent, table, "results.txt")

@@ -1,5 +1,8 @@
 """Atomic file writes: a temporary file in the same folder, fsync, rename, fsync the folder.
 
+The file is created with the mode of any file the user writes (0666 less the umask), so a
+cache folder shared by a team can be read by all of it.
+
 A reader sees either the old file or the whole new one, never a half-written file (seed 000
 lost 40 GPU hours to a checkpoint interrupted mid-save).
 """
@@ -9,6 +12,20 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+
+
+def _umask() -> int:
+    """The process's umask (read from /proc where it can be, else set and restored)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write(path: str | Path, chunks) -> Path:
@@ -26,6 +43,9 @@ def atomic_write(path: str | Path, chunks) -> Path:
         chunks = [chunks]
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; a cache or checkpoint is shared like any file the user
+        # writes: 0666 less the umask (0644 under the usual 022).
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             for chunk in chunks:
                 f.write(chunk)

@@ -25,16 +25,52 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from typer.core import TyperGroup
 
 from yamblab.errors import YamblabError
 from yamblab.platform.user_errors import user_errors
 
+
+class _Group(TyperGroup):
+    """The root command: typer's own usage errors (an unknown option, a number out of range, a
+    missing value) are reported like every other mistake, as one ``error: …`` line, status 2."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var,
+                              standalone_mode=False, **extra)
+        except typer.TyperException as exc:
+            if not standalone_mode:
+                raise
+            if type(exc).__name__ == "NoArgsIsHelpError":    # a bare group: its help
+                exc.show()
+                sys.exit(exc.exit_code)
+            ctx = getattr(exc, "ctx", None)
+            where = f"{ctx.command_path}: " if ctx is not None else ""
+            typer.echo(f"error: {where}{' '.join(exc.format_message().split())}", err=True)
+            sys.exit(2 if getattr(exc, "exit_code", 1) == 2 else exc.exit_code)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            typer.echo("aborted", err=True)
+            sys.exit(1)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
 app = typer.Typer(
+    cls=_Group,
     help="yamblab: AlphaZero-style agents for Yahtzee and Yamb, graded by an exact oracle.",
     no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
 )
-oracle_app = typer.Typer(help="The exact Yahtzee solver.", no_args_is_help=True)
+oracle_app = typer.Typer(help="The exact solvers: Yahtzee's table (by rule variant) and a single Yamb "
+                              "column's (down, up or free).", no_args_is_help=True)
 app.add_typer(oracle_app, name="oracle")
+
+#: the most games one command grades, and the largest dice seed
+MAX_GAMES = 100_000_000
+MAX_SEED = 2**64 - 1
 
 RULES_HELP = ("Rule variant: a joker rule (forced = official, free = Verhoeff, priority = seed 001, "
               "none), optionally followed by ',no-upper-bonus' and/or ',no-yahtzee-bonus'.")
@@ -49,27 +85,49 @@ def _rules(text: str):
 @oracle_app.command("build")
 @user_errors
 def oracle_build(
-    rules: str = typer.Option("forced", help=RULES_HELP),
-    game: str = typer.Option("yahtzee", help="yahtzee, or yamb (a single column, see --preset/--column)."),
-    preset: Optional[str] = typer.Option(None, help="Yamb preset (with --game yamb)."),
-    column: Optional[str] = typer.Option(None, help="Yamb column to solve: down or up (with --game yamb)."),
-    rebuild: bool = typer.Option(False, help="Ignore a cached table and rebuild it."),
-    cache_dir: Optional[str] = typer.Option(None, help="Cache folder (default $YAMBLAB_CACHE_DIR or ~/.cache/yamblab)."),
+    rules: Optional[str] = typer.Option(None, help=RULES_HELP + " Yahtzee only (default forced)."),
+    game: str = typer.Option("yahtzee", help="yahtzee (the whole game's table), or yamb (a single column, "
+                                             "see --preset/--column)."),
+    preset: Optional[str] = typer.Option(None, help="Yamb rule preset (default croatian; with --game yamb)."),
+    column: Optional[str] = typer.Option(None, help="Yamb column to solve: down (default), up or free "
+                                                    "(with --game yamb)."),
+    rebuild: bool = typer.Option(False, help="Ignore a cached Yahtzee table and rebuild it."),
+    cache_dir: Optional[str] = typer.Option(None, help="Yahtzee table cache folder (default $YAMBLAB_CACHE_DIR "
+                                                       "or ~/.cache/yamblab)."),
 ):
-    """Build (or load from the cache) the exact table and print the value of a new game."""
+    """Build (or load from the cache) an exact table and print the value of a new game.
+
+    Yahtzee: the whole game's table for a rule variant (cached on disk). Yamb: the exact
+    solution of a single column (down, up or free) of a preset (not cached).
+    """
     if game == "yamb":
+        if rules is not None:
+            raise YamblabError("--rules is a Yahtzee option; Yamb takes --preset (and --column)")
+        if rebuild or cache_dir is not None:
+            raise YamblabError("--rebuild and --cache-dir are Yahtzee options: a Yamb column's "
+                               "solution is not cached")
+        from yamblab.games.yamb.rules import get_preset
+
+        preset = preset or "croatian"
+        get_preset(preset)
+        col = (column or "down").strip().lower()
+        if col not in ("down", "up", "free"):
+            raise _bad_choice("Yamb column", column, ["down", "up", "free"])
         api = _yamb_api()
-        value = api.build_column_oracle(preset or "croatian", column or "down")
-        typer.echo(f"yamb preset {preset or 'croatian'} column {column or 'down'}: "
-                   f"optimal expected score {value:.4f}")
+        value = api.build_column_oracle(preset, col)
+        typer.echo(f"yamb preset {preset} column {col}: optimal expected score {value:.4f}")
         return
     if game != "yahtzee":
         raise _unknown_game(game)
+    if preset is not None or column is not None:
+        raise YamblabError("--preset and --column are Yamb options (with --game yamb)")
+    if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+        raise YamblabError(f"--cache-dir {cache_dir} is a file, not a folder")
     import time
 
     from yamblab.oracle.table import OracleTable
 
-    r = _rules(rules)
+    r = _rules(rules or "forced")
     t0 = time.perf_counter()
     table = OracleTable.get(r, directory=cache_dir, progress=True, rebuild=rebuild)
     dt = time.perf_counter() - t0
@@ -98,22 +156,28 @@ def oracle_evaluate(
 @user_errors
 def advise(
     dice: str = typer.Option(..., help="The five dice in order, e.g. 1,1,3,4,6 or 11346."),
-    rolls_left: int = typer.Option(2, help="Rerolls left this turn: 2 after the first roll, 0 after the last."),
+    rolls_left: int = typer.Option(2, min=0, max=2,
+                                   help="Rerolls left this turn: 2 after the first roll, 0 after the last."),
     card: str = typer.Option("", help="The scorecard so far, e.g. 'ones=3,full_house=25,yahtzee=50' "
                                      "(add 'yahtzee_bonuses=N' for bonuses earned)."),
     rules: str = typer.Option("forced", help=RULES_HELP),
-    top: int = typer.Option(10, help="Show the best N actions (0: all)."),
+    top: int = typer.Option(10, min=0, help="Show the best N actions (0: all)."),
 ):
     """Rank every legal keep and box of a position by its exact expected final score."""
+    from yamblab.errors import UnreachablePositionError
+    from yamblab.games.dice import validate_dice
     from yamblab.oracle.advice import advise as _advise
     from yamblab.oracle.advice import card_position
     from yamblab.oracle.table import OracleTable
 
     r = _rules(rules)
+    validate_dice(dice)
     state, so_far, _, _ = card_position(card, r)
+    if state.is_terminal:
+        raise UnreachablePositionError("--card: the scorecard is full: there is nothing left to decide")
     table = OracleTable.get(r)
     ranked = _advise(table, state, dice, rolls_left, so_far)
-    shown = ranked if top <= 0 else ranked[:top]
+    shown = ranked if top == 0 else ranked[:top]
     typer.echo(f"{'action':34s} {'expected final':>15s} {'loss':>9s}")
     for a in shown:
         typer.echo(f"{a.label:34s} {a.expected_final:15.4f} {a.loss:9.4f}")
@@ -124,11 +188,12 @@ def advise(
 @app.command()
 @user_errors
 def grade(
-    agent: str = typer.Option("greedy", help="A registered agent. Yahtzee: random, greedy, oracle, search; "
-                                             "Yamb: random, greedy, heuristic, oracle (a single down/up/free "
-                                             "column), search."),
-    games: int = typer.Option(1000, min=1, help="Number of games."),
-    seed: int = typer.Option(0, min=0, help="Dice seed: the same seed gives every agent the same dice."),
+    agent: Optional[str] = typer.Option(None, help="A registered agent (default greedy). Yahtzee: random, "
+                                                   "greedy, oracle, search; Yamb: random, greedy, heuristic, "
+                                                   "oracle (a single down/up/free column), search."),
+    games: int = typer.Option(1000, min=1, max=MAX_GAMES, help="Number of games."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED,
+                             help="Dice seed: the same seed gives every agent the same dice."),
     rules: Optional[str] = typer.Option(None, help=RULES_HELP + " Yahtzee only (default forced)."),
     game: str = typer.Option("yahtzee", help="yahtzee or yamb."),
     preset: Optional[str] = typer.Option(None, help="Yamb rule preset (default croatian; with --game yamb)."),
@@ -160,19 +225,25 @@ def grade(
     if depth is not None and depth not in ("none", "one_step", "full_turn"):
         raise _bad_choice("search depth", depth, ["none", "one_step", "full_turn"])
     if checkpoint is not None:
-        if agent not in ("greedy", "search"):   # greedy is the default: not given
+        if agent not in (None, "search"):
             raise YamblabError(f"--checkpoint plays the search agent on its network; drop --agent {agent}")
         if valuation is not None:
             raise YamblabError("--checkpoint is the valuation; drop --valuation")
         if not Path(checkpoint).is_file():
-            raise YamblabError(f"no checkpoint file at {checkpoint}")
+            raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
         agent, valuation = "search", checkpoint
-    elif agent != "search" and (valuation is not None or depth is not None):
-        raise YamblabError(f"--valuation and --depth are options of the search agent, not of {agent}")
+    agent = agent if agent is not None else "greedy"
+    if agent != "search" and valuation is not None:
+        raise YamblabError(f"--valuation is an option of the search agent, not of {agent}")
+    if agent != "search" and depth is not None:
+        raise YamblabError(f"--depth is an option of the search agent, not of {agent}")
     if valuation is not None and valuation != "oracle" and not Path(valuation).is_file():
         raise YamblabError(f"--valuation: no checkpoint file at {valuation} (or use 'oracle')")
     if game == "yamb":
-        cols = [c for c in columns.split(",") if c.strip()] if columns is not None else None
+        cols = [c.strip() for c in columns.split(",")] if columns is not None else None
+        if cols is not None and not all(cols):
+            raise YamblabError(f"--columns {columns!r}: give column names separated by commas, e.g. free "
+                               "or down,up")
         g = make_game("yamb", preset=preset or "croatian", columns=cols)
     else:
         g = make_game("yahtzee", rules or "forced")
@@ -200,8 +271,8 @@ def grade(
 @app.command()
 @user_errors
 def baseline(
-    games: int = typer.Option(2000, min=1, help="Games per agent."),
-    seed: int = typer.Option(0, min=0, help="Dice seed."),
+    games: int = typer.Option(2000, min=1, max=MAX_GAMES, help="Games per agent."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Dice seed."),
     rules: str = typer.Option("forced", help=RULES_HELP),
 ):
     """Build the oracle, evaluate greedy play exactly, and grade the baseline agents."""
@@ -224,7 +295,7 @@ def baseline(
 @app.command()
 @user_errors
 def play(
-    seed: Optional[int] = typer.Option(None, min=0, help="Dice seed (default: random)."),
+    seed: Optional[int] = typer.Option(None, min=0, max=MAX_SEED, help="Dice seed (default: random)."),
     rules: str = typer.Option("forced", help=RULES_HELP),
     hints: bool = typer.Option(False, help="Show the oracle's move before each decision."),
 ):
@@ -246,15 +317,30 @@ def serve(
     yamb_free: bool = typer.Option(False, help="Also build the free-column Yamb oracle (about 20 s, 150 MB)."),
     target: bool = typer.Option(False, help="Also load (or build: minutes, once) the target-score table of "
                                             "the first variant: advice that maximises P(final >= T)."),
-    target_max: int = typer.Option(300, min=1, max=2000, help="Largest target the target-score table answers."),
+    target_max: Optional[int] = typer.Option(None, min=1, max=2000, help="With --target: the largest target "
+                                                                         "the target-score table answers "
+                                                                         "(default 300)."),
 ):
     """Serve the advice API (docs at /docs) and the browser client; prints the URL."""
-    from yamblab.platform.serve import run_server
+    from yamblab.platform.serve import check_address, run_server
     from yamblab.platform.service import Service
 
+    check_address(host, port)
+    names = [_rules(r).name for r in rules]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise YamblabError(f"--rules names the variant {twice[0]} twice")
+    if target_max is not None and not target:
+        raise YamblabError("--target-max is an option of --target (the target-score table)")
+    if checkpoint is not None:
+        if not Path(checkpoint).is_file():
+            raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
+        from yamblab.model.checkpoint import load_network
+
+        load_network(checkpoint)      # a damaged file is refused now, not at the first request
     typer.echo("loading tables …")
     run_server(Service(rules, checkpoint=checkpoint, yamb_free=yamb_free, target=target,
-                       target_max_points=target_max, progress=True), host, port)
+                       target_max_points=target_max or 300, progress=True), host, port)
 
 
 def _parse_sets(sets: list[str]) -> dict:
@@ -268,7 +354,12 @@ def _parse_sets(sets: list[str]) -> dict:
         if "=" not in item:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. train.lr=3e-4")
         k, _, v = item.partition("=")
-        out[k.strip()] = yaml.safe_load(v)
+        if not k.strip():
+            raise ConfigError(f"--set {item!r}: no key before '=', e.g. train.lr=3e-4")
+        try:
+            out[k.strip()] = yaml.safe_load(v)
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {item!r}: the value {v!r} is not valid YAML") from None
     return out
 
 

@@ -120,9 +120,9 @@ class RunConfig(BaseModel):
     def _apply_preset(cls, data: Any) -> Any:
         if isinstance(data, dict):
             size = data.get("size", "tiny")
-            if size not in PRESETS:
-                raise ValueError(f"unknown network size {size!r}; choose one of {', '.join(PRESETS)}")
-            if data.get("preset") in PRESETS:
+            if not isinstance(size, str) or size not in PRESETS:
+                raise ValueError(f"size: unknown network size {size!r}; choose one of {', '.join(PRESETS)}")
+            if isinstance(data.get("preset"), str) and data["preset"] in PRESETS:
                 raise ValueError(f"preset: {data['preset']!r} is a network size: write `size: "
                                  f"{data['preset']}` (`preset` names a Yamb rule preset)")
             overrides = data.get("model") or {}
@@ -228,6 +228,12 @@ class ParamRange(BaseModel):
         if self.choices is not None:
             if not self.choices:
                 raise ValueError("choices must not be empty")
+            if self.low is not None or self.high is not None or self.log or self.integer:
+                raise ValueError("give choices, or a range (low, high, log, integer), not both")
+            bad = [c for c in self.choices if c is not None and not isinstance(c, (bool, int, float, str))]
+            if bad:
+                raise ValueError(f"choices must be single values (numbers, strings, true/false, null), "
+                                 f"not {bad[0]!r}")
             return self
         if self.low is None or self.high is None:
             raise ValueError("give low and high, or choices")
@@ -235,7 +241,22 @@ class ParamRange(BaseModel):
             raise ValueError(f"low {self.low} must be below high {self.high}")
         if self.log and self.low <= 0:
             raise ValueError("a log-scale range needs low > 0")
+        if self.integer and not (float(self.low).is_integer() and float(self.high).is_integer()):
+            raise ValueError(f"an integer range needs whole-number ends, not {self.low}..{self.high}")
         return self
+
+    def probes(self) -> list[tuple[str, Any]]:
+        """Values to check before any trial runs, each with its place in the spec: every choice;
+        or both ends of a range and, for a real-valued one, a fractional value inside it (an
+        integer setting would refuse what the sampler draws between the ends)."""
+        if self.choices is not None:
+            return [(f"choices[{i}]", c) for i, c in enumerate(self.choices)]
+        if self.integer:
+            return [("low", int(self.low)), ("high", int(self.high))]
+        inside = self.low + 0.3819660112501051 * (self.high - self.low)
+        if self.log:
+            inside = self.low * (self.high / self.low) ** 0.3819660112501051
+        return [("low", self.low), ("high", self.high), ("a value inside the range", inside)]
 
 
 class SweepConfig(BaseModel):
@@ -285,6 +306,13 @@ class SweepConfig(BaseModel):
                 raise ValueError("a grid sweep needs `arms` or `factors`")
             if self.arms and self.factors:
                 raise ValueError("give `arms` or `factors`, not both")
+            from yamblab.platform.configio import flatten
+
+            for where, ov in [("overrides", self.overrides), *((f"arms.{a}", o) for a, o in (self.arms or {}).items()),
+                              ("factors", dict.fromkeys(self.factors or {}))]:
+                if "train.seed" in flatten(deep_update({}, ov)):
+                    raise ValueError(f"{where}: train.seed is set by `seeds` in a grid sweep (each arm runs "
+                                     "every seed); list the seeds there")
             if self.baseline_arm is not None and self.baseline_arm not in self.arm_overrides():
                 raise ValueError(f"baseline_arm {self.baseline_arm!r} is not one of the arms "
                                  f"({', '.join(self.arm_overrides())})")
@@ -345,10 +373,9 @@ def load_sweep(path: str | Path, storage: str | None = None) -> tuple[SweepConfi
                                f"{path}: arms.{arm}"))
     else:
         for key, rng in spec.params.items():
-            probe = rng.choices[0] if rng.choices is not None else (
-                int(rng.low) if rng.integer else rng.low)
-            trials.append((apply_overrides(base, {key: probe}, source=f"{path}: params.{key}"),
-                           f"{path}: params.{key}"))
+            for place, probe in rng.probes():
+                where = f"{path}: params.{key} ({place} = {probe!r})"
+                trials.append((apply_overrides(base, {key: probe}, source=where), where))
     for cfg, where in trials:
         fits(cfg, where)
     return spec, base

@@ -20,15 +20,17 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def format_validation_error(exc: ValidationError, source: str) -> str:
-    """One line per problem: ``source: dotted.key: message``."""
-    lines = []
+    """Every problem on one line: ``source: dotted.key: message; other.key: message``."""
+    problems = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"]
+        msg = " ".join(str(err["msg"]).split())
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
-        lines.append(f"{source}: {loc}: {msg}")
-    return "\n".join(lines)
+        problem = f"{loc}: {msg}"
+        if problem not in problems:
+            problems.append(problem)
+    return f"{source}: " + "; ".join(problems)
 
 
 def validate(model: type[M], data: Any, source: str) -> M:
@@ -50,12 +52,18 @@ def read_yaml(path: str | Path) -> dict:
         ConfigError: the file is missing, is not valid YAML, or is not a mapping.
     """
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: a folder, not a config file")
     if not p.is_file():
         raise ConfigError(f"{p}: no such config file")
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not a YAML text file (not UTF-8)") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read it ({exc.strerror or exc})") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML ({exc})") from None
+        raise ConfigError(f"{p}: not valid YAML ({' '.join(str(exc).split())})") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

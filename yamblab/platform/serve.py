@@ -204,6 +204,28 @@ def create_app(service: Service):
     return app
 
 
+def check_address(host: str, port: int) -> None:
+    """Refuse an address the server could not listen on, before any table is loaded.
+
+    Raises:
+        YamblabError: a host that is neither an IP address nor a host name, or a port
+            outside 1..65535.
+    """
+    import ipaddress
+    import re
+
+    if not 1 <= int(port) <= 65535:
+        raise YamblabError(f"--port {port} is not a port number 1..65535")
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    label = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+    if len(host) > 253 or not re.fullmatch(rf"{label}(\.{label})*\.?", host):
+        raise YamblabError(f"--host {host!r} is not an IP address or a host name")
+
+
 def run_server(service: Service, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Serve ``service`` with uvicorn until interrupted (prints the URL first)."""
     import uvicorn

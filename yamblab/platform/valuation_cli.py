@@ -95,6 +95,33 @@ def resolve_valuation(spec: str, rules, table, progress: bool = True) -> tuple[s
     return rule.name, rule.table(rules), {"n_params": rule.n_params}
 
 
+SUFFIXES = (".npy", ".pt", ".pth", ".json", ".yaml", ".yml")
+
+
+def check_valuation_spec(spec: str, option: str = "--valuation") -> None:
+    """Refuse a ``--valuation`` argument before any table is built: an unknown name, a missing
+    file, a folder, or a file of a kind that holds no valuation.
+
+    Raises:
+        YamblabError: naming ``option`` and the problem.
+    """
+    from yamblab.oracle import valuations as V
+
+    if spec in NAMES or spec in V.RULE_NAMES or spec in V.TUNED:
+        return
+    p = Path(spec)
+    if not p.suffix and not p.exists():
+        raise V.UnknownVariantError(f"{option}: unknown valuation {spec!r}; choose one of "
+                                    f"{', '.join(NAMES)} or give a file")
+    if p.is_dir():
+        raise YamblabError(f"{option}: {spec} is a folder, not a valuation file")
+    if not p.is_file():
+        raise YamblabError(f"{option}: no valuation file at {spec}")
+    if p.suffix.lower() not in SUFFIXES:
+        raise YamblabError(f"{option}: {spec} is not a valuation file: give a rule file (.json/.yaml), "
+                           "a table (.npy) or a checkpoint (.pt)")
+
+
 def evaluate_command(valuation: str, rules: str, breakdown: bool, as_json: bool) -> None:
     """``yamblab oracle evaluate``: the exact score (and breakdown) of a valuation's agent."""
     from yamblab.oracle.occupancy import forward_occupancy
@@ -102,6 +129,7 @@ def evaluate_command(valuation: str, rules: str, breakdown: bool, as_json: bool)
     from yamblab.oracle.table import OracleTable
 
     r = _rules(rules)
+    check_valuation_spec(valuation)
     table = OracleTable.get(r)
     label, W, extra = resolve_valuation(valuation, r, table, progress=not as_json)
     t0 = time.perf_counter()
@@ -110,7 +138,8 @@ def evaluate_command(valuation: str, rules: str, breakdown: bool, as_json: bool)
            "exact_regret": table.new_game_value - v, "seconds": time.perf_counter() - t0, **extra}
     if breakdown:
         occ = forward_occupancy(W, r, oracle=table.values, progress=not as_json)
-        out.update(upper_bonus_rate=occ.upper_bonus_rate, yahtzee_bonus_points=occ.yahtzee_bonus_points,
+        out.update(upper_bonus_rate=occ.upper_bonus_rate if r.upper_bonus else None,
+                   yahtzee_bonus_points=occ.yahtzee_bonus_points if r.yahtzee_bonus else None,
                    regret_by_decision=occ.regret_by_decision, regret_by_box=occ.regret_by_box,
                    box_means=dict(zip(_labels(), map(float, occ.box_means))),
                    box_zero_rate=dict(zip(_labels(), map(float, occ.box_zero_rate))))
@@ -121,8 +150,13 @@ def evaluate_command(valuation: str, rules: str, breakdown: bool, as_json: bool)
                f"{v:.4f} points; optimal {table.new_game_value:.4f}; shortfall (exact regret per game) "
                f"{table.new_game_value - v:.4f}  ({out['seconds']:.2f} s)")
     if breakdown:
-        typer.echo(f"  upper bonus {100 * out['upper_bonus_rate']:.1f}%  Yahtzee bonus "
-                   f"{out['yahtzee_bonus_points']:.2f} points/game")
+        bonuses = []
+        if out["upper_bonus_rate"] is not None:
+            bonuses.append(f"upper bonus {100 * out['upper_bonus_rate']:.1f}%")
+        if out["yahtzee_bonus_points"] is not None:
+            bonuses.append(f"Yahtzee bonus {out['yahtzee_bonus_points']:.2f} points/game")
+        if bonuses:
+            typer.echo("  " + "  ".join(bonuses))
         typer.echo("  exact regret by decision  " + "  ".join(
             f"{k}: {x:.3f}" for k, x in out["regret_by_decision"].items()))
         worst = sorted(out["regret_by_box"].items(), key=lambda kv: -kv[1])
@@ -163,7 +197,10 @@ def table_rows(rules, progress: bool = True) -> list[dict]:
     from yamblab.oracle.occupancy import forward_occupancy
     from yamblab.oracle.table import OracleTable
 
+    from yamblab.games.yahtzee.rules import OFFICIAL
+
     table = OracleTable.get(rules)
+    official = rules == OFFICIAL       # seed 003's figures are the official rules'
     rows = []
     names = ["zero", "average", "average-step", "average-ramp", "fit", "fit-stages"] + list(V.TUNED)
     for name in names:
@@ -171,11 +208,11 @@ def table_rows(rules, progress: bool = True) -> list[dict]:
         t0 = time.perf_counter()
         occ = forward_occupancy(W, rules, progress=progress)
         rows.append({"rule": name, "title": ROW_TITLES.get(name, name), "exact_score": occ.expected_score,
-                     "upper_bonus_rate": occ.upper_bonus_rate, "regret": table.new_game_value - occ.expected_score,
+                     "upper_bonus_rate": occ.upper_bonus_rate if rules.upper_bonus else None, "regret": table.new_game_value - occ.expected_score,
                      "fit_rms": extra.get("fit_rms"), "n_params": extra.get("n_params"),
-                     "seed_003": SEED_003.get(name, (None, None))[0],
-                     "seed_003_bonus": SEED_003.get(name, (None, None))[1],
-                     "seed_003_fit": SEED_003_FIT.get(name), "seconds": time.perf_counter() - t0})
+                     "seed_003": SEED_003.get(name, (None, None))[0] if official else None,
+                     "seed_003_bonus": SEED_003.get(name, (None, None))[1] if official else None,
+                     "seed_003_fit": SEED_003_FIT.get(name) if official else None, "seconds": time.perf_counter() - t0})
     return rows
 
 
@@ -202,8 +239,9 @@ def table_cmd(
             if row["seed_003_fit"] is not None:
                 ref += f", fit {row['seed_003_fit']:.2f}"
             fit = "" if row["fit_rms"] is None else f"{row['fit_rms']:.2f}"
+            bonus = "—" if row["upper_bonus_rate"] is None else f"{100 * row['upper_bonus_rate']:5.1f}%"
             typer.echo(f"{row['title']:42s} {row['n_params'] or 0:6d} {row['exact_score']:11.4f} "
-                       f"{100 * row['upper_bonus_rate']:5.1f}% {row['regret']:7.3f} {fit:>7s}   {ref}")
+                       f"{bonus:>6s} {row['regret']:7.3f} {fit:>7s}   {ref}")
     run()
 
 
@@ -212,10 +250,12 @@ def tune_cmd(
     start: str = typer.Option("tuned-ramp", help="Starting rule: a name (average-ramp, tuned-ramp, "
                                                  "staged-ramp) or a rule file."),
     method: str = typer.Option("cd", help="cd (seed 003's coordinate descent), tpe or cmaes (Optuna)."),
-    trials: int = typer.Option(200, min=1, help="Most exact evaluations."),
+    trials: int = typer.Option(200, min=1, max=1_000_000, help="Most exact evaluations."),
     stages: int = typer.Option(0, min=0, max=13, help="Split the start's box values, bonus size and flag "
                                                       "into this many stage bins first (0: keep)."),
-    radius: float = typer.Option(3.0, help="Optuna: search ± this many points around the start."),
+    radius: Optional[float] = typer.Option(None, min=0.001, max=1000.0,
+                                           help="With --method tpe or cmaes: search ± this many points "
+                                                "around the start (default 3)."),
     rules: str = typer.Option("forced", help=RULES_HELP),
     out: Optional[Path] = typer.Option(None, help="Write the best rule here (JSON)."),
     tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default sqlite:///mlflow.db)."),
@@ -231,9 +271,22 @@ def tune_cmd(
         from yamblab.platform.tracking import DEFAULT_TRACKING_URI, Tracker
 
         if method not in ("cd", "tpe", "cmaes"):
-            raise V.UnknownVariantError(f"unknown method {method!r}; choose cd, tpe or cmaes")
+            raise V.UnknownVariantError(f"--method: unknown method {method!r}; choose cd, tpe or cmaes")
+        if method == "cd" and radius is not None:
+            raise YamblabError("--radius is an option of the Optuna methods (--method tpe or cmaes), not of cd")
+        if out is not None and (out.is_dir() or not out.parent.is_dir()):
+            raise YamblabError(f"--out {out}: " + ("a folder, not a file" if out.is_dir() else
+                                                   f"no folder {out.parent} to write it in"))
         r = _rules(rules)
-        rule = V.named_rule(start, r) if not Path(start).suffix else V.load_rule(start)
+        if Path(start).suffix or Path(start).exists():
+            p = Path(start)
+            if not p.is_file():
+                raise YamblabError(f"--start: {'a folder' if p.is_dir() else 'no rule file'} at {start}")
+            if p.suffix.lower() not in (".json", ".yaml", ".yml"):
+                raise YamblabError(f"--start: {start} is not a rule file (.json or .yaml)")
+            rule = V.load_rule(start)
+        else:
+            rule = V.named_rule(start, r)
         if stages:
             rule = V.split_stages(rule, stages)
         tracker = Tracker(tracking_uri or DEFAULT_TRACKING_URI, experiment)
@@ -256,7 +309,8 @@ def tune_cmd(
             if method == "cd":
                 res = coordinate_descent(rule, r, max_evals=trials, on_trial=on_trial)
             else:
-                res = optuna_search(rule, r, trials=trials, radius=radius, sampler=method, on_trial=on_trial)
+                res = optuna_search(rule, r, trials=trials, radius=3.0 if radius is None else radius,
+                                    sampler=method, on_trial=on_trial)
         except ValueError as exc:
             tracker.end_run(run_id, "FAILED")
             raise YamblabError(str(exc)) from None

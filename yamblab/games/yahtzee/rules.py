@@ -154,20 +154,28 @@ class YahtzeeRules:
         ``no-yahtzee-bonus`` switch the bonuses off.
 
         Raises:
-            UnknownVariantError: an unknown word.
+            UnknownVariantError: an unknown word, two joker rules (``"forced,free"``), or a
+                word given twice.
         """
         joker = "forced"
+        joker_word = None
         upper = ybonus = True
+        seen: set[str] = set()
         for word in [w.strip().lower() for w in str(text).replace("+", ",").split(",") if w.strip()]:
-            if word in JOKER_RULES:
-                joker = word
-            elif word in ("official", "hasbro"):
-                joker = "forced"
-            elif word == "verhoeff":
-                joker = "free"
-            elif word in ("no-upper-bonus", "no_upper_bonus"):
+            flag = word.replace("_", "-")
+            if flag in seen:
+                raise UnknownVariantError(f"rules {text!r} name {word!r} twice")
+            seen.add(flag)
+            if word in JOKER_RULES or word in ("official", "hasbro", "verhoeff"):
+                if joker_word is not None:
+                    raise UnknownVariantError(
+                        f"rules {text!r} name two joker rules ({joker_word!r} and {word!r}); choose one of "
+                        f"{', '.join(JOKER_RULES)}")
+                joker_word = word
+                joker = {"official": "forced", "hasbro": "forced", "verhoeff": "free"}.get(word, word)
+            elif flag == "no-upper-bonus":
                 upper = False
-            elif word in ("no-yahtzee-bonus", "no_yahtzee_bonus"):
+            elif flag == "no-yahtzee-bonus":
                 ybonus = False
             else:
                 raise UnknownVariantError(

@@ -93,11 +93,13 @@ def test_yamb_self_play_samples_have_legal_targets():
 
     g = make_game("yamb", preset="croatian", columns=["down"])
     sp = SelfPlay(ModelConfig.preset("tiny", boundary_head=True, boundary_features="card"),
-                  TrainConfig(value_target_mix=1.0, bot="heuristic", bot_share=0.5),
+                  TrainConfig(value_target_mix=1.0, bot="heuristic", bot_share=0.5, successor_samples=3),
                   SearchConfig(depth="full_turn"), g)
     s, stats = sp.play_games(4, seed=2, n_bot=2)
     pol = s.has_policy
     assert pol.any() and (~pol).any()                       # decisions and boundary positions
+    # turn starts (13 per game) + up to 3 successors of each of the first 12 turns
+    assert (~pol).sum() > 4 * 13 and (s.dice[~pol] == 0).all()
     assert np.allclose(s.policy_target[pol].sum(axis=1), 1.0, atol=1e-5)
     assert ((s.policy_target[pol] > 0) <= s.legal[pol]).all()
     assert np.isfinite(s.value_target).all() and stats["leaf_positions"] > 0
@@ -127,7 +129,8 @@ def test_run_config_names_the_game_options():
     with pytest.raises(ValueError, match="network size"):
         RunConfig(preset="tiny")
     with pytest.raises(ValueError, match="successor_samples"):
-        RunConfig(game="yamb", train={"successor_samples": 4})
+        RunConfig(game="yamb", train={"successor_samples": 4})                # an announce column
+    assert RunConfig(game="yamb", columns=["free"], train={"successor_samples": 4}).train.successor_samples == 4
     with pytest.raises(ValueError, match="not a yamb bot"):
         RunConfig(game="yamb", train={"bot": "oracle", "bot_share": 0.2})     # 4 columns: no oracle
     with pytest.raises(ValueError, match="not a yahtzee bot"):
@@ -153,3 +156,24 @@ def test_exact_score_of_the_evaluated_network_agrees_with_sampled_grading():
     m = ev.evaluate(version, [w])["metrics"]
     assert m["eval.regret_ci_low"] <= m["eval.exact_regret"] <= m["eval.regret_ci_high"]
     assert m["eval.exact_score"] == pytest.approx(254.5877 - m["eval.exact_regret"], abs=1e-3)
+
+
+def test_yamb_successor_values_are_the_oracles_on_a_column():
+    """With the exact oracle as valuation, a successor card's turn-start value is its exact value."""
+    from yamblab.games.encoding import decode_yamb_card
+    from yamblab.oracle.yamb_oracles import column_oracle
+    from yamblab.search.valuation import YambColumnOracleValuation
+    from yamblab.search.yamb_search import YambFullTurnSearch, successor_samples
+
+    g = make_game("yamb", preset="croatian", columns=["down"])
+    oracle = column_oracle(g.rules)
+    search = YambFullTurnSearch(g.rules, YambColumnOracleValuation(oracle))
+    b = g.new_batch(3, seed=1)
+    for _ in range(7):                                   # a few decisions in: cards partly filled
+        step_shared(g, b, np.argmax(search.q(b), axis=1))
+    while not g.turn_start(b).all():
+        step_shared(g, b, np.argmax(search.q(b), axis=1))
+    enc, values, owner = successor_samples(search, b, np.arange(3), 4, np.random.default_rng(0))
+    cards = decode_yamb_card(enc, g.rules)
+    want = [oracle.state_value(card[0].tolist()) for card in cards]
+    assert np.allclose(values, want, atol=1e-9) and len(values) == len(owner) > 0

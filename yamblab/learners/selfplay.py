@@ -198,10 +198,15 @@ class SelfPlay:
                     else:                   # the first roll's best Q: a one-roll sample of it
                         qm = np.where(np.isfinite(q), q, -np.inf).max(axis=1)
                         backups[turn_entry] = ("q", qm[at_start].copy())
-                if cfg.successor_samples and self.search_cfg.depth == "full_turn" and yahtzee:
-                    start = live[batch.rolls_left[live] == 2]
+                if cfg.successor_samples and self.search_cfg.depth == "full_turn":
+                    start = live[at_start]
                     if start.size:
-                        got = successor_samples(batch, start, cfg.successor_samples, rules, valuation, rng)
+                        if yahtzee:
+                            got = successor_samples(batch, start, cfg.successor_samples, rules, valuation, rng)
+                        else:
+                            from yamblab.search.yamb_search import successor_samples as yamb_successors
+
+                            got = yamb_successors(search, batch, start, cfg.successor_samples, rng)
                         if got is not None:
                             extra.append(got)
                 target = policy_targets(q, prior, cfg.temperature, cfg.kl_targets)

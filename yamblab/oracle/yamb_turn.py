@@ -155,8 +155,11 @@ class TurnPlanner:
                 out[bi, c, row, 1:] = True
         return out
 
-    def _plan(self, batch, games: np.ndarray, W: np.ndarray) -> None:
+    def _plan(self, batch, games: np.ndarray, W: np.ndarray) -> np.ndarray:
         """Compute the keep values K for unannounced or announced play of ``games``.
+
+        Returns float64 (len(games),): each game's value before the turn's first roll under
+        this plan (without the option of announcing after the first roll).
 
         Games are planned in groups of equal turn length (``batch.rolls_max``: the last turn
         may have more rolls), each with its own horizon. Under
@@ -167,6 +170,7 @@ class TurnPlanner:
         rm = batch.rolls_max[games].astype(np.int64)
         ac = r.announce_column
         rows = np.arange(r.n_rows)[:, None, None]
+        v_start = np.zeros(len(games))
         for L in np.unique(rm):
             L = int(L)
             sel = np.flatnonzero(rm == L)
@@ -188,9 +192,11 @@ class TurnPlanner:
                 # A pure roll adds announce-column boxes to the legal ones (no others).
                 extra = pure[:, ac] & ~legal[:, ac]                          # (B, R, L)
                 best_pure = np.maximum(best, np.where(extra[..., None], Wr[:, ac], NEG).max(axis=1))
-            K, _ = _turn_dp(r, best, best_pure)
+            K, v0 = _turn_dp(r, best, best_pure)
             self._K[g, :K.shape[1]] = K
+            v_start[sel] = v0
         self._key[games] = self._plan_key(batch, games)
+        return v_start
 
     def _plan_key(self, batch, games):
         return batch.turn[games].astype(np.int64) * 64 + batch.announced[games].astype(np.int64) + 1

@@ -140,9 +140,6 @@ class RunConfig(BaseModel):
         else:
             if self.rules is not None:
                 raise ValueError("`rules` is a Yahtzee option; Yamb takes `preset` (and `columns`)")
-            if self.train.successor_samples:
-                raise ValueError("train.successor_samples is Yahtzee's (its successors' exact turn pass); "
-                                 "set it to 0 for Yamb")
             if self.train.distill_oracle:
                 raise ValueError("train.distill_oracle needs Yahtzee's oracle table; Yamb has none")
             if self.model.boundary_head and self.model.boundary_features == "yahtzee":
@@ -151,6 +148,9 @@ class RunConfig(BaseModel):
             game = make_game(self.game, None if self.game == "yamb" else self.rules, self.preset, self.columns)
         except YamblabError as exc:
             raise ValueError(str(exc)) from None
+        if self.game == "yamb" and self.train.successor_samples and game.rules.announce_column >= 0:
+            raise ValueError("train.successor_samples values a Yamb card without the option to announce: "
+                             "use it on cards with no announce column (e.g. columns: [free]), or set it to 0")
         if self.game == "yahtzee" and self.rules != game.rules.name:
             self.rules = game.rules.name      # the canonical name ("forced" when none was given)
         if self.train.bot_share > 0:

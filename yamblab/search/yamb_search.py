@@ -168,6 +168,66 @@ class YambFullTurnSearch(TurnPlanner):
         return to_shared_q(self.rules, self.action_values(batch))
 
 
+class _Cards:
+    """Cards between turns as a batch the per-turn pass can plan (no dice rolled yet)."""
+
+    def __init__(self, rules: YambRules, card: np.ndarray):
+        self.card = np.asarray(card, np.int16)
+        self.n = self.card.shape[0]
+        open_boxes = (self.card < 0).reshape(self.n, -1).sum(axis=1)
+        self.turn = (rules.n_turns - open_boxes).astype(np.int16)
+        self.rolls_max = np.where(open_boxes == 1, rules.last_turn_rolls, rules.rolls).astype(np.int8)
+        self.rolls_used = np.zeros(self.n, np.int8)
+        self.announced = np.full(self.n, -1, np.int8)
+        self.done = open_boxes == 0
+
+
+def successor_samples(search: YambFullTurnSearch, batch, games: np.ndarray, k: int, rng):
+    """Up to ``k`` random unfinished cards each game's current turn can leave, with the value of
+    the next turn's start under ``search``'s valuation (bootstrapped value targets for the cards
+    that search asks about but games rarely visit; the Yamb counterpart of Yahtzee's).
+
+    The value is the exact expectation over the next turn's dice of turn-perfect play against
+    the valuation, without the option of announcing (so use it on cards with no announce column).
+
+    Returns:
+        ``(encoded boundary positions, value targets float64 (m,), owner games int64 (m,))``, or
+        None when there is nothing to sample.
+    """
+    r = search.rules
+    games = np.asarray(games, np.int64)
+    cards = batch.card[games]
+    owner, col, row, score = [], [], [], []
+    for bi in range(len(games)):
+        for c, kind in enumerate(r.columns):
+            for rr in column_next_rows(kind, [int(x) < 0 for x in cards[bi, c]]):
+                sc = search.row_scores[rr]
+                owner.append(np.full(sc.size, bi))
+                col.append(np.full(sc.size, c))
+                row.append(np.full(sc.size, rr))
+                score.append(sc)
+    if not owner or k <= 0:
+        return None
+    o, c, rr, sc = (np.concatenate(x) for x in (owner, col, row, score))
+    nxt = cards[o].copy()
+    nxt[np.arange(o.size), c, rr] = sc
+    live = np.flatnonzero(~(nxt >= 0).reshape(o.size, -1).all(axis=1))
+    if live.size == 0:
+        return None
+    pick = live[np.lexsort((rng.random(live.size), o[live]))]          # shuffled within game
+    first = np.searchsorted(o[pick], o[pick], side="left")
+    pick = pick[np.arange(pick.size) - first < k]
+    sub = YambFullTurnSearch(r, search.valuation)
+    cb = _Cards(r, nxt[pick])
+    idx = np.arange(cb.n)
+    W = sub.box_values(cb, idx)
+    sub._K = np.zeros((cb.n, max(r.max_rolls - 1, 1), sub.tables.n_keeps))
+    sub._key = np.full(cb.n, -1, np.int64)
+    values = sub._plan(cb, idx, W)
+    search.leaves += sub.leaves
+    return encode_yamb_boundary(r, cb.card), values, games[o[pick]]
+
+
 class YambOneStepSearch:
     """Seed 000's one-step expectimax for Yamb with a valuation at the leaves.
 
@@ -282,4 +342,4 @@ def _place_dice(dice: np.ndarray, keep_hist: np.ndarray, roll_hists: np.ndarray)
     return out
 
 
-__all__ = ["YambFullTurnSearch", "YambOneStepSearch", "to_shared_q"]
+__all__ = ["YambFullTurnSearch", "YambOneStepSearch", "to_shared_q", "successor_samples"]

@@ -13,7 +13,7 @@ from yamblab.oracle.advice import advise
 from yamblab.oracle.policy_eval import expected_score
 from yamblab.oracle.table import OracleTable
 
-# DESIGN.md: optimal expected score of a new game, from independent published solvers.
+# Optimal expected score of a new game, from independent published solvers.
 REFERENCE = [
     ("forced", True, True, 254.5877),
     ("free", True, True, 254.5896),
@@ -103,12 +103,12 @@ def test_cache_detects_damage_and_foreign_files(tmp_path, caplog):
 def test_exact_policy_evaluation(official_table):
     # the oracle's own table gives the optimum
     assert expected_score(official_table.values, OFFICIAL) == pytest.approx(254.5877, abs=5e-5)
-    # greedy: DESIGN.md gives 217.379 (ties to the first box); keep ties move the 3rd decimal
+    # greedy: the reference value is 217.38 (ties to the first box); keep ties move the 3rd decimal
     assert expected_score(np.zeros((4096, 3, 64)), OFFICIAL) == pytest.approx(217.379, abs=5e-3)
 
 
 def test_greedy_value_from_kernel_directly():
-    """The kernel alone (no wrapper) agrees with DESIGN.md's greedy figure."""
+    """The kernel alone (no wrapper) agrees with the reference greedy figure."""
     from yamblab.oracle import _kernels
 
     W = np.zeros((4096, 3, 64))

@@ -7,7 +7,7 @@ over histograms. They differ only in the valuation:
 
 ``greedy``     the points the box adds to the card total now (bonus and middle term included
                when they are completed by this box): turn-perfect play against a zero valuation
-               of the future (DESIGN.md's definition of greedy).
+               of the future (the field's definition of greedy).
 ``heuristic``  points now, minus the box's **par** (what a turn devoted to that row scores on
                average, :func:`row_par`), plus a projected upper bonus (a logistic estimate of
                reaching the threshold with par play in the rest of the column) and the

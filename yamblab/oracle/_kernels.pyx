@@ -7,8 +7,8 @@ non-Yahtzee boxes (Chance at bit 11), ``ystate`` the Yahtzee box (0 open, 1 zero
 and ``upper`` the upper subtotal capped at 63.
 
 The within-turn pass (seed 001) for one (mask12, ystate) group runs on a vector of lanes,
-one per upper subtotal, stored contiguously (DESIGN.md: "Techniques known to make the oracle
-fast"). Keep values are averaged one die at a time (6 additions per keep), and the best keep
+one per upper subtotal, stored contiguously (the fast layout: the compiler vectorises the
+inner loops). Keep values are averaged one die at a time (6 additions per keep), and the best keep
 inside a roll is found by the recursion ``M[k] = max(E[k], max_f M[k - f])`` over sub-keeps.
 """
 

@@ -12,7 +12,7 @@ Three depths (:data:`DEPTHS`):
   predict exactly that average, so it is not expanded a second time.
 * ``"full_turn"``: exact play to the end of the turn. The within-turn pass of the oracle
   (:func:`yamblab.oracle._kernels.turn_solutions`) runs with the valuation at the at most
-  44 boundary states the turn can end in (DESIGN.md, last section). With the oracle table as
+  44 boundary states the turn can end in (the same pass as the oracle's). With the oracle table as
   valuation this is optimal play.
 
 Every search returns **Q** for every legal action in the shared 208-action space

@@ -22,7 +22,7 @@ Yahtzee 50. An upper section of 63 or more earns a 35-point bonus. A further Yah
 ``none``
     Any open box, scored normally (five of a kind is not a Full House or a straight).
 
-Sources: seed 001 (priority joker, boundary state), seed 003 and DESIGN.md (reference values),
+Sources: seed 001 (priority joker, boundary state), seed 003 and published solvers (reference values),
 T. Verhoeff, "Optimal Solitaire Yahtzee Player" (free joker).
 """
 

@@ -140,15 +140,15 @@ def test_cli_refuses_bad_valuations(tmp_path):
 
     runner = CliRunner()
     res = runner.invoke(app, ["oracle", "evaluate", "--valuation", "nonsense"])
-    assert res.exit_code == 2 and "error: unknown valuation 'nonsense'" in res.output
+    assert res.exit_code == 2 and "error: --valuation: unknown valuation 'nonsense'" in res.output
     res = runner.invoke(app, ["oracle", "evaluate", "--valuation", str(tmp_path / "missing.json")])
-    assert res.exit_code == 2 and "error: no valuation file" in res.output
+    assert res.exit_code == 2 and res.output.startswith("error:") and "no valuation file" in res.output
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"box_values": [1, 2, 3]}))
     res = runner.invoke(app, ["oracle", "evaluate", "--valuation", str(bad)])
     assert res.exit_code == 2 and "not a rule of thumb" in res.output
     res = runner.invoke(app, ["valuation", "tune", "--method", "sgd"])
-    assert res.exit_code == 2 and "error: unknown method" in res.output
+    assert res.exit_code == 2 and res.output.startswith("error:") and "unknown method" in res.output
 
 
 @pytest.mark.slow

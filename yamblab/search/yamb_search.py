@@ -90,29 +90,50 @@ class YambFullTurnSearch(TurnPlanner):
             self._Wturn[stale] = batch.turn[stale]
         return self._W[games]
 
+    def successor_cards(self, cards: np.ndarray):
+        """Every card each turn may leave: a box its column's order allows, with each score that
+        box can take.
+
+        Args:
+            cards: int16 (B, C, R) cards, -1 open.
+
+        Returns:
+            ``(owner, column, row, score)`` int64 (k,) each, and the cards left, int16 (k, C, R).
+        """
+        owner, col, row, score = [], [], [], []
+        for bi in range(cards.shape[0]):
+            for c, kind in enumerate(self.rules.columns):
+                for rr in column_next_rows(kind, [int(x) < 0 for x in cards[bi, c]]):
+                    sc = self.row_scores[rr]
+                    owner.append(np.full(sc.size, bi))
+                    col.append(np.full(sc.size, c))
+                    row.append(np.full(sc.size, rr))
+                    score.append(sc)
+        if not owner:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty, empty, cards[:0].copy()
+        o, c, rr, sc = (np.concatenate(x).astype(np.int64) for x in (owner, col, row, score))
+        nxt = cards[o].copy()
+        nxt[np.arange(o.size), c, rr] = sc
+        return o, c, rr, sc, nxt
+
+    def place_values(self, batch, games: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """Value of scoring the dice showing in each box, float64 (len(games), C * R), from the
+        box values ``W`` (len(games), C, R, smax + 1) of those games (legality not applied)."""
+        r = self.rules
+        B = len(games)
+        ru = batch.rolls_used[games].astype(np.int64)
+        s_now = np.take_along_axis(self.S[batch.roll_indices()[games]],
+                                   (ru - 1)[:, None, None].repeat(r.n_rows, 1), axis=2)[:, :, 0]   # (B, R)
+        return W[np.arange(B)[:, None, None], np.arange(r.n_columns)[None, :, None],
+                 np.arange(r.n_rows)[None, None, :], s_now[:, None, :]].reshape(B, -1)
+
     def _fill(self, batch, games: np.ndarray) -> None:
         r = self.rules
         gain = self._immediate_gain(batch, games)                    # (B, C, R, smax+1)
-        cards = batch.card[games]
-        owner, col, row, score = [], [], [], []
-        for bi in range(len(games)):
-            card = cards[bi]
-            for c, kind in enumerate(r.columns):
-                rows = column_next_rows(kind, [int(x) < 0 for x in card[c]])
-                for rr in rows:
-                    s = self.row_scores[rr]
-                    owner.append(np.full(s.size, bi))
-                    col.append(np.full(s.size, c))
-                    row.append(np.full(s.size, rr))
-                    score.append(s)
+        o, c, rr, s, nxt = self.successor_cards(batch.card[games])
         W = np.full(gain.shape, NEG)
-        if owner:
-            o = np.concatenate(owner)
-            c = np.concatenate(col)
-            rr = np.concatenate(row)
-            s = np.concatenate(score).astype(np.int64)
-            nxt = cards[o].copy()
-            nxt[np.arange(o.size), c, rr] = s
+        if o.size:
             full = (nxt >= 0).reshape(o.size, -1).all(axis=1)
             v = np.zeros(o.size)
             live = np.flatnonzero(~full)
@@ -146,14 +167,9 @@ class YambFullTurnSearch(TurnPlanner):
             for m in np.unique(rm[stale]):          # a turn's plan needs its own number of rolls
                 sel = np.flatnonzero(stale & (rm == m))
                 self._plan(batch, games[sel], W[sel])
-            B = len(games)
             ru = batch.rolls_used[games].astype(np.int64)
-            s_now = np.take_along_axis(self.S[ridx[games]], (ru - 1)[:, None, None].repeat(r.n_rows, 1),
-                                       axis=2)[:, :, 0]                       # (B, R)
-            place = W[np.arange(B)[:, None, None], np.arange(r.n_columns)[None, :, None],
-                      np.arange(r.n_rows)[None, None, :], s_now[:, None, :]].reshape(B, -1)
             lg = legal[games]
-            q[games, :P] = np.where(lg[:, :P], place, -np.inf)
+            q[games, :P] = np.where(lg[:, :P], self.place_values(batch, games, W), -np.inf)
             jj = np.clip(ru - 1, 0, self._K.shape[1] - 1)
             hv = np.take_along_axis(self._K[games, jj], hold_keeps[games], axis=1)
             q[games, P:P + H] = np.where(lg[:, P:P + H], hv, -np.inf)
@@ -196,21 +212,9 @@ def successor_samples(search: YambFullTurnSearch, batch, games: np.ndarray, k: i
     """
     r = search.rules
     games = np.asarray(games, np.int64)
-    cards = batch.card[games]
-    owner, col, row, score = [], [], [], []
-    for bi in range(len(games)):
-        for c, kind in enumerate(r.columns):
-            for rr in column_next_rows(kind, [int(x) < 0 for x in cards[bi, c]]):
-                sc = search.row_scores[rr]
-                owner.append(np.full(sc.size, bi))
-                col.append(np.full(sc.size, c))
-                row.append(np.full(sc.size, rr))
-                score.append(sc)
-    if not owner or k <= 0:
+    o, _, _, _, nxt = search.successor_cards(batch.card[games])
+    if o.size == 0 or k <= 0:
         return None
-    o, c, rr, sc = (np.concatenate(x) for x in (owner, col, row, score))
-    nxt = cards[o].copy()
-    nxt[np.arange(o.size), c, rr] = sc
     live = np.flatnonzero(~(nxt >= 0).reshape(o.size, -1).all(axis=1))
     if live.size == 0:
         return None
@@ -257,16 +261,9 @@ class YambOneStepSearch:
         if live.size == 0:
             return q
         legal = batch.legal_actions()
-        ridx = batch.roll_indices()
         # placements: points now + V(card left), from the full-turn search's box values
         W = self.turn.box_values(batch, live)
-        ru = batch.rolls_used[live].astype(np.int64)
-        s_now = np.take_along_axis(self.turn.S[ridx[live]], (ru - 1)[:, None, None].repeat(r.n_rows, 1),
-                                   axis=2)[:, :, 0]
-        B = live.size
-        place = W[np.arange(B)[:, None, None], np.arange(r.n_columns)[None, :, None],
-                  np.arange(r.n_rows)[None, None, :], s_now[:, None, :]].reshape(B, -1)
-        q[live, :P] = np.where(legal[live, :P], place, -np.inf)
+        q[live, :P] = np.where(legal[live, :P], self.turn.place_values(batch, live, W), -np.inf)
         # leaves with dice: every reroll outcome of every distinct keep, and every announcement
         hold_keeps = batch.hold_keeps()
         lg_g, lg_key, lg_p, lg_dice, lg_ru, lg_ann = [], [], [], [], [], []

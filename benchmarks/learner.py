@@ -22,7 +22,7 @@ from yamblab.model.config import ModelConfig
 
 def measure(preset: str, device: str, games: int, game) -> dict:
     model = ModelConfig.preset(preset, **({"value_max": 1500.0} if game.name == "yamb" else {}))
-    train = TrainConfig(epochs=1, batch_size=256)
+    train = TrainConfig(batch_size=256)
     learner = Learner(model, train, device=device)
     sp = SelfPlay(model, train, SearchConfig(), game, device=device)
     version, w = learner.get_weights()

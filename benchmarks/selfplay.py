@@ -1,10 +1,13 @@
-"""Benchmark: self-play throughput against the raw batched forward pass (prints figures).
+"""Benchmark: how much of self-play is network work (prints figures).
 
-Plays one iteration's games with the default CPU config (configs/yahtzee-cpu.yaml) and
-reports decision positions/s and games/s; then measures the raw forward-pass positions/s of
-the same network, in the same run, at the mean batch size self-play used. The ratio of the
-network positions self-play evaluates per second (policy forward passes plus search leaves)
-to that raw rate shows how much of self-play is spent outside the network (target >= 0.5).
+Plays one iteration's games with a CPU config (default configs/yahtzee-cpu.yaml) and counts
+every network call self-play makes, of both kinds: the policy forward pass on positions with
+dice (the prior), and the search's leaf values (with a boundary value head these skip the
+transformer: a small MLP on the card). Then, in the same run, it times each kind raw, batched
+at the mean batch size self-play used. The ratio of the raw time those positions need to the
+self-play wall time is the share of self-play that is network work (target >= 0.5: the rest is
+search bookkeeping outside the network). It also prints self-play's positions/s against the
+learner's samples/s on the same machine, since that decides which side of the loop waits.
 
     python benchmarks/selfplay.py [--config configs/yahtzee-cpu.yaml] [--games N]
     python benchmarks/selfplay.py --config configs/yamb-free-cpu.yaml      # Yamb
@@ -42,41 +45,67 @@ def main() -> None:
     sp = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.game_obj)
     version, weights = Learner(cfg.model, cfg.train).get_weights()
     sp.set_weights(weights, version)
-    calls = []
-    orig = sp.net.predict
+    calls: dict[str, list[int]] = {"policy": [], "leaf": []}
+    orig_predict, orig_value = sp.net.predict, sp.net.predict_value
+    depth = [0]
 
-    def counted(enc, chunk=8192):
-        calls.append(len(enc))
-        return orig(enc, chunk)
+    def counted(kind, fn):
+        def call(enc, chunk=8192):
+            if depth[0] == 0:
+                calls[kind].append(len(enc))
+            depth[0] += 1
+            try:
+                return fn(enc, chunk)
+            finally:
+                depth[0] -= 1
+        return call
 
-    sp.net.predict = counted
+    sp.net.predict = counted("policy", orig_predict)
+    sp.net.predict_value = counted("leaf", orig_value)
     sp.play_games(max(2, n // 8), seed=99)            # warm-up
-    calls.clear()
+    for v in calls.values():
+        v.clear()
     t0 = time.perf_counter()
     samples, stats = sp.play_games(n, seed=1)
     dt = time.perf_counter() - t0
-    net_positions = int(np.sum(calls))
-    mean_batch = net_positions / max(1, len(calls))
 
-    # raw forward pass of the same network at the mean batch size self-play used
     enc = EncodedBatch(**{f.name: getattr(samples, f.name) for f in fields(EncodedBatch)})
-    b = int(max(1, round(mean_batch)))
-    idx = np.resize(np.arange(len(enc)), b)
-    batch = rows(enc, idx)
-    orig(batch)
-    reps, t1 = 0, time.perf_counter()
-    while time.perf_counter() - t1 < 3.0:
-        orig(batch)
-        reps += 1
-    raw = reps * b / (time.perf_counter() - t1)
-    net_rate = net_positions / dt
+    with_dice = np.flatnonzero(enc.dice[:, 0] > 0)
+    no_dice = np.flatnonzero(enc.dice[:, 0] == 0)
+    raw_seconds = 0.0
     print(f"self-play ({cfg.name}: {cfg.game_obj.label}, network {cfg.size}, search {cfg.search.depth}, "
-          f"{args.threads} thread):")
-    print(f"  {n} games in {dt:.2f} s: {n / dt:.1f} games/s, {stats['positions'] / dt:,.0f} decision positions/s")
-    print(f"  network positions evaluated: {net_positions:,} in {len(calls)} forward calls "
-          f"(mean batch {mean_batch:,.0f}) = {net_rate:,.0f} positions/s")
-    print(f"  raw batched forward pass at batch {b:,}: {raw:,.0f} positions/s (baseline, same run)")
-    print(f"  ratio self-play / raw forward: {net_rate / raw:.2f}  (target >= 0.5)")
+          f"boundary head {'on' if cfg.model.boundary_head else 'off'}, {args.threads} thread):")
+    print(f"  {n} games in {dt:.2f} s: {n / dt:.1f} games/s, {stats['positions'] / dt:,.0f} training positions/s")
+    for kind, fn, pool in (("policy", orig_predict, with_dice), ("leaf", orig_value, no_dice)):
+        sizes = calls[kind]
+        if not sizes:
+            continue
+        total = int(np.sum(sizes))
+        b = int(max(1, round(total / len(sizes))))
+        src = pool if (kind == "policy" or cfg.model.boundary_head) and len(pool) else np.arange(len(enc))
+        batch = rows(enc, np.resize(src, b))
+        fn(batch)
+        reps, t1 = 0, time.perf_counter()
+        while time.perf_counter() - t1 < 2.0:
+            fn(batch)
+            reps += 1
+        raw = reps * b / (time.perf_counter() - t1)
+        raw_seconds += total / raw
+        print(f"  {kind:6s}: {total:,} positions in {len(sizes):,} calls (mean batch {b:,}); raw batched rate "
+              f"{raw:,.0f} positions/s (same run) -> {total / raw:.2f} s of network work")
+    print(f"  ratio network work / self-play time: {raw_seconds / dt:.2f}  (target >= 0.5)")
+
+    from yamblab.learners.learner import Learner as _L
+
+    learner = _L(cfg.model, cfg.train)
+    sub = samples.take(slice(0, min(len(samples), 8 * cfg.train.batch_size)))
+    learner.train_iteration(sub, health=False)
+    t1 = time.perf_counter()
+    m = learner.train_iteration(sub, health=False)
+    lrate = m["samples"] / (time.perf_counter() - t1)
+    print(f"  learner on the same positions: {lrate:,.0f} samples/s; self-play makes "
+          f"{stats['positions'] / dt:,.0f} positions/s, so a replay ratio of {lrate / (stats['positions'] / dt):.1f} "
+          f"keeps both sides equally busy")
 
 
 if __name__ == "__main__":

@@ -540,7 +540,7 @@ def bad_sweep(draw):
     leaf, bad = draw(st.sampled_from(_leaf_cases(RunConfig)))
     if kind == "arm":
         return _grid(arms={"a": {}, "b": {leaf: bad}}), [leaf]
-    good = {"train.lr": 0.001, "train.epochs": 1, "runtime.eval_games": 10, "train.entropy_coef": 0.0}
+    good = {"train.lr": 0.001, "train.batch_size": 64, "runtime.eval_games": 10, "train.entropy_coef": 0.0}
     key = draw(st.sampled_from(sorted(good)))
     if kind == "factor":
         values = [good[key]] * draw(st.integers(1, 3))
@@ -552,7 +552,7 @@ def bad_sweep(draw):
         return _tpe({key: {"choices": values}}), [key]
     if kind == "range":
         ranges = {"train.lr": {"low": 1e-4, "high": 1e6, "log": True},
-                  "train.epochs": {"low": 1, "high": 10**6, "integer": True},
+                  "train.batch_size": {"low": 1, "high": 10**7, "integer": True},
                   "runtime.eval_games": {"low": 1, "high": 10**9, "integer": True},
                   "train.entropy_coef": {"low": -5, "high": 0.01}}
         return _tpe({key: ranges[key]}), [key]

@@ -81,7 +81,7 @@ def test_set_weights_only_on_new_version():
 
 def test_ema_is_updated_after_every_optimiser_step(samples):
     s, _ = samples
-    cfg = TrainConfig(batch_size=64, epochs=1, ema_decay=0.9)
+    cfg = TrainConfig(batch_size=64, ema_decay=0.9)
     learner = Learner(TINY, cfg)
     p0 = {k: v.clone() for k, v in learner.ema.model.state_dict().items()}
     m = learner.train_iteration(s, health=False)
@@ -102,7 +102,7 @@ def test_ema_is_updated_after_every_optimiser_step(samples):
 
 def test_training_lowers_the_loss_on_a_fixed_batch(samples):
     s, _ = samples
-    learner = Learner(TINY, TrainConfig(batch_size=len(s), epochs=1, lr=3e-3, entropy_coef=0.0))
+    learner = Learner(TINY, TrainConfig(batch_size=len(s), lr=3e-3, entropy_coef=0.0))
     first = learner.train_iteration(s, health=False)
     for _ in range(25):
         last = learner.train_iteration(s, health=False)
@@ -127,7 +127,7 @@ def test_kl_and_plain_targets_differ(samples):
 
 def test_phasic_policy_gradient(samples):
     s, _ = samples
-    learner = Learner(TINY, TrainConfig(phasic=True, phasic_every=1, batch_size=128, epochs=1))
+    learner = Learner(TINY, TrainConfig(phasic=True, phasic_every=1, batch_size=128))
     m = learner.train_iteration(s, health=False)
     assert "aux/value" in m and "aux/clone_kl" in m and m["aux/clone_kl"] >= -1e-6
     # in the policy phase the value loss does not reach the shared trunk
@@ -143,7 +143,7 @@ def test_phasic_policy_gradient(samples):
 
 def test_health_metrics(samples):
     s, _ = samples
-    m = Learner(TINY, TrainConfig(batch_size=128, epochs=1)).train_iteration(s)
+    m = Learner(TINY, TrainConfig(batch_size=128)).train_iteration(s)
     assert m["grad_norm"] > 0 and m["grad_norm/trunk"] > 0
     assert 0.0 <= m["dead_units"] <= 1.0
     ents = [v for k, v in m.items() if k.startswith("attention_entropy/")]
@@ -181,7 +181,7 @@ def test_train_config_validation():
 # ----------------------------------------------------------------------------- checkpoints
 def test_checkpoint_round_trip_and_refusals(tmp_path, samples):
     s, _ = samples
-    learner = Learner(TINY, TrainConfig(batch_size=128, epochs=1))
+    learner = Learner(TINY, TrainConfig(batch_size=128))
     learner.train_iteration(s, health=False)
     path = save_checkpoint(tmp_path / "run" / "last.ckpt", learner.state_dict())
     assert [p.name for p in path.parent.iterdir()] == ["last.ckpt"]     # no temporary left over

@@ -10,23 +10,38 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.ray
 
 
-@pytest.mark.parametrize("name", ["yahtzee-tiny", "yamb-tiny"])
-def test_two_iterations_on_ray(ray_cluster, tmp_path, name):
-    """Both games train through the one loop; Yamb's single column is graded by its oracle."""
+@pytest.mark.parametrize("name,lag", [("yahtzee-tiny", 1), ("yamb-tiny", 1), ("yahtzee-tiny", 0)])
+def test_two_iterations_on_ray(ray_cluster, tmp_path, name, lag):
+    """Both games train through the one loop, serial (lag 0) or with self-play playing ahead of
+    the learner (lag 1); Yamb's single column is graded by its oracle."""
     from yamblab.platform.config import load_run_config
     from yamblab.platform.runtime import CHECKPOINT, TrainingRun
 
-    tiny_config = load_run_config(ROOT / "configs" / f"{name}.yaml", {"runtime.run_dir": str(tmp_path / "runs")})
+    tiny_config = load_run_config(ROOT / "configs" / f"{name}.yaml", {"runtime.run_dir": str(tmp_path / "runs"),
+                                                                       "runtime.iterations": 3,
+                                                                       "runtime.max_policy_lag": lag})
     run = TrainingRun(tiny_config, tmp_path / "run", progress=False)
     try:
         history = run.run()
-        assert [h["iteration"] for h in history] == [1, 2]
-        assert history[-1]["games_played"] == 2 * tiny_config.train.games_per_iteration
+        assert [h["iteration"] for h in history] == [1, 2, 3]
+        n = tiny_config.train.games_per_iteration
+        assert [h["games_played"] for h in history] == [n, 2 * n, 3 * n]
+        # the first batch plays with the first weights; later ones are `lag` trainings behind
+        assert [h["selfplay.policy_lag"] for h in history] == [0, lag, lag]
+        assert history[-1]["selfplay.positions_total"] == sum(h["selfplay.positions"] for h in history)
+        # the replay ratio sets the optimiser steps: ceil(ratio x new positions / batch)
+        bs, ratio = tiny_config.train.batch_size, tiny_config.train.replay_ratio
+        assert [h["train.samples"] for h in history] == [
+            bs * max(1, -(-int(ratio * h["selfplay.positions"]) // bs)) for h in history]
         assert np.isfinite(history[-1]["eval.regret_mean"]) and history[-1]["eval.regret_mean"] > 0
+        # the evaluation says what was behind it
+        assert history[-1]["eval.selfplay_positions"] == history[-1]["selfplay.positions_total"]
+        assert history[-1]["eval.optimiser_steps"] == history[-1]["train.steps"]
         assert history[-1]["buffer.positions"] > 0
         assert (tmp_path / "run" / CHECKPOINT).exists()
-        # two versions were published; the single worker loaded each once
-        assert run.backend.weight_loads() == [2]
+        # three versions were published and the worker loaded a version only when it changed:
+        # serially each once; with lag 1 the first two batches share the first weights
+        assert run.backend.weight_loads() == [3 - lag]
         out = run.finish()
         assert len(out["per_game_regret"]) == tiny_config.runtime.eval_games
     finally:
@@ -80,7 +95,7 @@ def test_killed_worker_is_replaced_and_its_games_replayed(ray_cluster, tiny_conf
             tiny_config, 0, str(tmp_path / "died"))
         version, weights = backend.weights()
         jobs = [{"n": 4, "seed": 0, "first_game": 4 * i, "n_bot": 0} for i in range(3)]
-        stats = backend.play(version, weights, jobs)
+        stats = backend.collect(backend.submit(version, weights, jobs))
         assert (tmp_path / "died").exists() and backend.restarts >= 1
         assert len(stats) == 3                          # every job done once
         assert sorted(s["positions"] > 0 for s in stats) == [True, True, True]

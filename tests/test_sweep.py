@@ -80,8 +80,8 @@ def test_bad_run_config_names_file_and_key(tmp_path):
     from yamblab.platform.config import load_run_config
 
     p = tmp_path / "run.yaml"
-    p.write_text("name: x\ntrain: {epochs: 0}\n")
-    with pytest.raises(ConfigError, match=r"run\.yaml: train\.epochs: Input should be greater than or equal to 1"):
+    p.write_text("name: x\ntrain: {batch_size: 0}\n")
+    with pytest.raises(ConfigError, match=r"run\.yaml: train\.batch_size: Input should be greater than or equal to 1"):
         load_run_config(p)
     p.write_text("name: x\nrules: strict\n")
     with pytest.raises(ConfigError, match="rules.*strict"):

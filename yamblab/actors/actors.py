@@ -20,10 +20,12 @@ from yamblab.actors.replay import ReplayBuffer
 from yamblab.learners.samples import SampleBatch
 
 
-def _threads(cpus: float) -> None:
+def _threads(cpus) -> None:
+    """Torch's intra-op threads for an actor that declares ``cpus`` (rounded, at least one;
+    one for an unresolved ``"auto"``: the backend resolves it before starting actors)."""
     import torch
 
-    torch.set_num_threads(max(1, int(cpus)))
+    torch.set_num_threads(max(1, int(round(cpus))) if isinstance(cpus, (int, float)) else 1)
 
 
 def samples_to_dict(s: SampleBatch) -> dict[str, np.ndarray]:
@@ -105,8 +107,9 @@ class SelfPlayWorker:
                 w = ray.get(w)
             self.selfplay.set_weights(w, version)
             self.loads += 1
+        t0 = time.perf_counter()
         samples, stats = self.selfplay.play_games(n, seed, first_game=first_game, n_bot=n_bot)
-        stats = {**stats, "worker": self.worker_id, "version": version}
+        stats = {**stats, "worker": self.worker_id, "version": version, "busy_seconds": time.perf_counter() - t0}
         return samples_to_dict(samples), stats
 
     def weight_loads(self) -> int:
@@ -131,6 +134,10 @@ class ReplayBufferActor:
 
     def all(self) -> dict:
         return self.buffer.all()
+
+    def sample(self, n: int) -> dict:
+        """``n`` positions drawn uniformly (with replacement): one iteration's training data."""
+        return self.buffer.sample(n)
 
     def size(self) -> int:
         return len(self.buffer)
@@ -162,8 +169,13 @@ class LearnerActor:
         return str(self.learner.device)
 
     def train(self, samples: dict) -> dict:
-        """One iteration: ``epochs`` passes over the given samples; returns metrics."""
+        """One iteration: a pass over ``samples`` (drawn from the replay buffer as the replay
+        ratio asks); returns metrics (``seconds``: the time this actor was busy)."""
         return self.learner.train_iteration(samples_from_dict(samples))
+
+    def steps_for(self, new_positions: int) -> int:
+        """Optimiser steps that ``new_positions`` new positions pay for (the replay ratio)."""
+        return self.learner.steps_for(new_positions)
 
     def weights(self) -> tuple[int, list]:
         """``(version, [ObjectRef of the EMA state_dict])``, put in the object store once per version."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class SearchConfig(BaseModel):
@@ -42,14 +42,20 @@ class TrainConfig(BaseModel):
         ema_decay: the playing network is ``ema ← decay · ema + (1 − decay) · net`` after
             every optimiser step (seed 000 lost weeks to once per iteration).
         lr, weight_decay, grad_clip: AdamW and gradient-norm clipping.
-        epochs: passes over the replay buffer per iteration (seed: 8).
+        replay_ratio: optimiser samples per new self-play position: each iteration the
+            learner takes ``ceil(replay_ratio × new positions / batch_size)`` optimiser steps
+            on batches drawn uniformly from the replay buffer, so its cost per iteration is set
+            by the data it gets, not by the buffer's size (seed 000 made ``epochs`` passes over
+            the whole buffer instead: with a buffer of B positions and N new ones per
+            iteration that is a replay ratio of ``epochs × B / N``).
         games_per_iteration: self-play games per iteration (seed: 200).
         batch_size: positions per optimiser step.
         boundary_samples: also train the value head on boundary positions (start of each
             turn, no dice), which full-turn search queries.
         phasic: phasic policy gradient (Hilton et al. 2021): in the policy phase the value
             loss does not reach the shared trunk; every ``phasic_every`` iterations an
-            auxiliary phase of ``phasic_aux_epochs`` epochs trains the trunk on the value
+            auxiliary phase of ``phasic_aux_epochs`` passes over the iteration's replay
+            samples trains the trunk on the value
             loss with a behavioural-cloning term (weight ``phasic_clone_coef``) that keeps
             the policy where it was.
         bot: the baseline bot (a registered agent name) whose games are mixed in;
@@ -86,7 +92,7 @@ class TrainConfig(BaseModel):
     lr: float = Field(1e-3, gt=0.0, le=1.0)
     weight_decay: float = Field(0.01, ge=0.0, le=1.0)
     grad_clip: float = Field(1.0, gt=0.0, le=1e6)
-    epochs: int = Field(2, ge=1, le=100)
+    replay_ratio: float = Field(4.0, gt=0.0, le=1000.0)
     games_per_iteration: int = Field(64, ge=1, le=1_000_000)
     batch_size: int = Field(256, ge=1, le=1 << 20)
     boundary_samples: bool = True
@@ -101,6 +107,15 @@ class TrainConfig(BaseModel):
     successor_samples: int = Field(0, ge=0, le=44)
     distill_oracle: bool = False
     seed: int = Field(0, ge=0, lt=2**63)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data):
+        if isinstance(data, dict) and "epochs" in data:
+            raise ValueError("train.epochs (passes over the whole replay buffer) was replaced by "
+                             "train.replay_ratio: optimiser samples per new self-play position "
+                             "(epochs × buffer positions / new positions per iteration gives the same load)")
+        return data
 
     def bot_share_at(self, iteration: int) -> float:
         """Share of bot games at ``iteration`` (0-based): linear taper to 0."""

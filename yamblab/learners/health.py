@@ -23,16 +23,27 @@ PARTS = ("tokenizer", "trunk", "policy_branch", "value_branch", "policy_head", "
 
 
 def grad_norms(net: nn.Module) -> dict[str, float]:
-    """L2 norms of the current gradients: ``grad_norm`` and ``grad_norm/<part>``."""
-    out: dict[str, float] = {}
-    total = 0.0
+    """L2 norms of the current gradients: ``grad_norm`` and ``grad_norm/<part>``.
+
+    One fused norm over every gradient (``torch._foreach_norm``) and one transfer of the
+    results, not a reduction and a host sync per parameter.
+    """
+    parts, grads = [], []
     for part in PARTS:
         mod = getattr(net, part, None)
         if mod is None:
             continue
-        sq = sum(float(p.grad.detach().float().pow(2).sum()) for p in mod.parameters() if p.grad is not None)
-        out[f"grad_norm/{part}"] = math.sqrt(sq)
-        total += sq
+        g = [p.grad.detach() for p in mod.parameters() if p.grad is not None]
+        parts.append((part, len(g)))
+        grads.extend(g)
+    sq = (torch.stack(torch._foreach_norm(grads)).float() ** 2).tolist() if grads else []
+    out: dict[str, float] = {}
+    total, at = 0.0, 0
+    for part, n in parts:
+        s = float(sum(sq[at:at + n]))
+        at += n
+        out[f"grad_norm/{part}"] = math.sqrt(s)
+        total += s
     out["grad_norm"] = math.sqrt(total)
     return out
 

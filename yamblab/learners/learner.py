@@ -1,13 +1,14 @@
 """The learner: the trained network, its EMA copy, the optimiser and the training step.
 
-The Ray runtime wraps this class: it calls :meth:`Learner.train_iteration` on samples from
-the replay buffer and ships :meth:`Learner.get_weights` (the EMA network's weights with a
+The Ray runtime wraps this class: it calls :meth:`Learner.train_iteration` on samples drawn
+from the replay buffer (as many as the replay ratio asks for) and ships :meth:`Learner.get_weights` (the EMA network's weights with a
 version number) to self-play workers, which load them with
 :meth:`yamblab.learners.selfplay.SelfPlay.set_weights` only when the version changed.
 """
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -46,10 +47,12 @@ class Learner:
                 net = YambNet(model_cfg)
         self.net = net.to(self.device).train()
         self.ema = EMA(self.net, train_cfg.ema_decay)
+        # One fused kernel for every parameter (CPU and GPU) instead of a loop per parameter.
         self.optimizer = torch.optim.AdamW(self.net.parameters(), lr=train_cfg.lr,
-                                           weight_decay=train_cfg.weight_decay)
+                                           weight_decay=train_cfg.weight_decay, fused=True)
         self.steps = 0
         self.iteration = 0
+        self.samples_trained = 0
         self.rng = np.random.default_rng([train_cfg.seed, 0x1EA2])
 
     # ------------------------------------------------------------------ weights
@@ -88,13 +91,26 @@ class Learner:
         m.update(gn)
         return m
 
+    def steps_for(self, new_positions: int) -> int:
+        """Optimiser steps that ``new_positions`` new self-play positions pay for:
+        ``ceil(replay_ratio × new_positions / batch_size)`` (at least 1 when there are any)."""
+        if new_positions <= 0:
+            return 0
+        return max(1, math.ceil(self.cfg.replay_ratio * new_positions / self.cfg.batch_size))
+
     def train_iteration(self, samples: SampleBatch, health: bool = True) -> dict[str, float]:
-        """Train for ``cfg.epochs`` passes over ``samples`` (e.g. the replay buffer's contents).
+        """One pass over ``samples`` in optimiser steps of ``batch_size`` positions.
+
+        The runtime draws ``steps_for(new positions) × batch_size`` samples uniformly from the
+        replay buffer, so one pass makes the configured replay ratio. With phasic policy
+        gradient, every ``phasic_every`` calls an auxiliary phase of ``phasic_aux_epochs`` passes
+        follows.
 
         Returns:
             mean metrics over the optimiser steps (``total``, ``policy``, ``value``,
             ``entropy``, ``aux_*``, ``grad_norm*``), plus ``steps``, ``version``,
-            ``ema_updates``, ``seconds`` and (with ``health``) the activation health metrics.
+            ``ema_updates``, ``samples`` (positions trained on in this call), ``seconds`` and
+            (with ``health``) the activation health metrics.
 
         Raises:
             ValueError: an empty sample batch.
@@ -108,8 +124,10 @@ class Learner:
         n = len(samples)
         bs = min(cfg.batch_size, n)
         acc: dict[str, list[float]] = {}
+        trained = 0
 
         def run_epochs(epochs: int, phase: str, old_logp_all=None):
+            nonlocal trained
             for _ in range(epochs):
                 perm = torch.as_tensor(self.rng.permutation(n), device=self.device)
                 for s in range(0, n - bs + 1, bs):
@@ -119,10 +137,11 @@ class Learner:
                     if old_logp_all is not None:
                         old = old_logp_all[idx][t["has_policy"]]
                     m = self._step(x_all[idx], t, phase, old)
+                    trained += bs
                     for k, v in m.items():
                         acc.setdefault(f"{phase}/{k}" if phase == "aux" else k, []).append(v)
 
-        run_epochs(cfg.epochs, "policy")
+        run_epochs(1, "policy")
         self.iteration += 1
         if cfg.phasic and self.iteration % cfg.phasic_every == 0:
             with torch.no_grad():
@@ -131,9 +150,11 @@ class Learner:
                                  for s in range(0, n, 4096)])
                 self.net.train()
             run_epochs(cfg.phasic_aux_epochs, "aux", old)
+        self.samples_trained += trained
         metrics = {k: float(np.mean(v)) for k, v in acc.items()}
         metrics.update(steps=float(self.steps), version=float(self.version),
-                       ema_updates=float(self.ema.updates), seconds=time.perf_counter() - t0)
+                       ema_updates=float(self.ema.updates), samples=float(trained),
+                       samples_total=float(self.samples_trained), seconds=time.perf_counter() - t0)
         if health:
             k = min(n, 512)
             metrics.update(activation_health(self.net, x_all[torch.arange(k, device=self.device)]))
@@ -151,6 +172,7 @@ class Learner:
             "steps": self.steps,
             "iteration": self.iteration,
             "ema_updates": self.ema.updates,
+            "samples_trained": self.samples_trained,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -165,3 +187,4 @@ class Learner:
         self.steps = int(state["steps"])
         self.iteration = int(state["iteration"])
         self.ema.updates = int(state.get("ema_updates", 0))
+        self.samples_trained = int(state.get("samples_trained", 0))

@@ -76,7 +76,11 @@ def compute_losses(out: NetOutput, x: Inputs, t: dict, cfg, centers: torch.Tenso
     value = value + boundary
     aux_b = aux_s = zero
     if out.bonus_logit is not None:
-        aux_b = F.binary_cross_entropy_with_logits(out.bonus_logit, t["bonus"])
+        rows = out.trunk_rows          # positions the transformer (and so the aux heads) saw
+        if rows is None:
+            aux_b = F.binary_cross_entropy_with_logits(out.bonus_logit, t["bonus"])
+        elif rows.any():
+            aux_b = F.binary_cross_entropy_with_logits(out.bonus_logit[rows], t["bonus"][rows])
         has_dice = x.dice[:, 0] > 0
         if has_dice.any():
             aux_s = F.cross_entropy(out.straight_logits[has_dice], longest_straight(x.dice[has_dice]))

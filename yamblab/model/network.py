@@ -32,6 +32,11 @@ class NetOutput:
         bonus_logit, straight_logits: aux outputs (B,), (B, 7); ``None`` without aux heads.
         boundary_value: float (B,) the boundary head's points (``None`` without it); ``value``
             takes it on the positions without dice.
+        trunk_rows: bool (B,): the positions the transformer ran on, or ``None`` for all of
+            them. With a boundary head, positions without dice (turn starts) are valued by the
+            boundary head alone and skip the transformer: on those rows ``logits`` are the
+            dtype's minimum (no legal action), ``value_logits`` and the aux outputs are zeros
+            and carry no gradient.
     """
 
     logits: torch.Tensor
@@ -40,6 +45,7 @@ class NetOutput:
     bonus_logit: torch.Tensor | None = None
     straight_logits: torch.Tensor | None = None
     boundary_value: torch.Tensor | None = None
+    trunk_rows: torch.Tensor | None = None
 
 
 class YambNet(nn.Module):
@@ -73,6 +79,38 @@ class YambNet(nn.Module):
             detach_value_trunk: stop the value loss's gradient at the shared trunk (the
                 policy phase of phasic policy gradient, Hilton et al. 2021).
         """
+        if self.boundary_head is not None:
+            rows = x.dice[:, 0] != 0
+            if not bool(rows.all()):
+                return self._forward_split(x, rows, detach_value_trunk)
+        return self._forward_all(x, detach_value_trunk)
+
+    def _forward_split(self, x: Inputs, rows: torch.Tensor, detach_value_trunk: bool) -> NetOutput:
+        """Positions without dice through the boundary head alone, the others through the
+        transformer too (a training batch of turn starts and decisions costs the transformer
+        only its decisions)."""
+        b = len(x)
+        bv = self.boundary_head(x.columns, x.column_features)
+        n_out = self.cfg.value_bins if self.cfg.value_head == "bins" else 1
+        dtype = bv.dtype
+        logits = x.legal.new_zeros((b, x.legal.shape[1]), dtype=dtype).fill_(torch.finfo(dtype).min)
+        value_logits = bv.new_zeros((b, n_out))
+        value = bv
+        bonus = straight = None
+        if self.aux is not None:
+            bonus, straight = bv.new_zeros(b), bv.new_zeros((b, 7))
+        if bool(rows.any()):
+            inner = self._forward_all(x[rows], detach_value_trunk)
+            idx = rows.nonzero(as_tuple=True)[0]
+            logits = logits.index_put((idx,), inner.logits.to(dtype))
+            value_logits = value_logits.index_put((idx,), inner.value_logits.to(dtype))
+            value = value.index_put((idx,), inner.value.to(dtype))
+            if self.aux is not None:
+                bonus = bonus.index_put((idx,), inner.bonus_logit.to(dtype))
+                straight = straight.index_put((idx,), inner.straight_logits.to(dtype))
+        return NetOutput(logits, value, value_logits, bonus, straight, bv, rows)
+
+    def _forward_all(self, x: Inputs, detach_value_trunk: bool) -> NetOutput:
         tok = self.trunk(self.tokenizer(x))
         p = self.policy_branch(tok)
         v = self.value_branch(tok.detach() if detach_value_trunk else tok)

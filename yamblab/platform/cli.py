@@ -412,9 +412,13 @@ def train(
         run = TrainingRun(cfg, run_dir, resume=bool(resume), tracker=tracker)
         typer.echo(f"run {run_dir} (iteration {run.iteration} of {cfg.runtime.iterations}); "
                    f"resume with: yamblab train --resume {run_dir}")
+        rt = cfg.runtime
+        typer.echo(f"resources: {run.backend.resources.describe()}\n"
+                   f"loop: self-play plays up to {rt.max_policy_lag} weight version(s) ahead of the learner; "
+                   f"replay ratio {cfg.train.replay_ratio:g} optimiser samples per new position")
         run.run()
         out = run.finish()
-        last = run.history[-1]
+        last = {**run.history[-1], **(run.last_eval or {})}
         if "eval.regret_mean" in last:
             graded = (f"noise-free regret {last['eval.regret_mean']:.2f} points/game "
                       f"[{last['eval.regret_ci_low']:.2f}, {last['eval.regret_ci_high']:.2f}]")

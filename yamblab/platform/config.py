@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -36,20 +36,35 @@ from yamblab.platform.configio import deep_update, read_yaml, validate
 #: The fixed evaluation dice: every run and every arm is evaluated on these games.
 EVAL_SEED = 20_261_130
 
+_Cpus = Annotated[float, Field(gt=0.0, le=256)]
+
 
 class RuntimeConfig(BaseModel):
     """How a run is executed on the Ray cluster.
 
     Attributes:
-        iterations: training iterations (self-play, then learning).
-        workers: self-play worker actors.
+        iterations: training iterations (collect a batch of self-play games, train on it).
+        workers: self-play worker actors, or ``"auto"``.
         worker_cpus, learner_cpus, eval_cpus: CPUs each actor declares (torch threads are set
-            to match, at least one). Fractions are allowed: the phases of an iteration run one
-            after the other, so on a small machine the learner and evaluator can share a core.
+            to match: the rounded CPUs, at least one), or ``"auto"``: chosen from the CPUs the
+            run may use and whether the cluster has a GPU (see :func:`resolve_resources`; the
+            choice is printed when a run starts and logged with it).
         learner_gpus: GPUs the learner asks for: ``"auto"`` takes one when the cluster has one.
         replay_positions: size budget of the replay buffer, in positions.
-        max_in_flight: self-play tasks in flight per worker (backpressure).
-        eval_every: evaluate every N iterations (and after the last).
+        max_in_flight: self-play tasks each worker gets per iteration's batch of games.
+        max_policy_lag: how many iterations' batches of games play ahead of the learner, so
+            that self-play and learning overlap. 0: serial (play with the newest weights, then
+            train). 1 (default): the next batch plays, with the weights published before this
+            iteration's training, while the learner trains; its games are then at most one
+            weight version behind the learner when they are trained on. In-flight games are
+            bounded by ``max_policy_lag × games_per_iteration``.
+        checkpoint_minutes: write the run's checkpoint at the end of the first iteration after
+            this many minutes since the last one (and after the last iteration); 0 writes one
+            after every iteration. A killed run resumes from the last checkpoint.
+        eval_every: evaluate every N iterations (and after the last). With a policy lag above
+            0, evaluations run on the evaluator actor while training goes on (the serial loop
+            waits for them); each is logged at the iteration whose weights it graded, with the
+            self-play positions, optimiser steps and minutes behind them.
         eval_games: noise-free evaluation games per evaluation, on dice seed ``eval_seed``.
         eval_seed: dice seed of the evaluation games (the same for every run and arm).
         eval_depth: how the evaluated agent plays: ``"search"`` (the run's search depth), or
@@ -62,19 +77,107 @@ class RuntimeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     iterations: int = Field(10, ge=1, le=1_000_000)
-    workers: int = Field(1, ge=1, le=4096)
-    worker_cpus: float = Field(1.0, gt=0.0, le=256)
-    learner_cpus: float = Field(1.0, gt=0.0, le=256)
-    eval_cpus: float = Field(1.0, gt=0.0, le=256)
+    workers: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = "auto"
+    worker_cpus: _Cpus | Literal["auto"] = "auto"
+    learner_cpus: _Cpus | Literal["auto"] = "auto"
+    eval_cpus: _Cpus | Literal["auto"] = "auto"
     learner_gpus: Literal["auto"] | float = "auto"
     replay_positions: int = Field(200_000, ge=1, le=1_000_000_000)
     max_in_flight: int = Field(2, ge=1, le=64)
+    max_policy_lag: int = Field(1, ge=0, le=16)
+    checkpoint_minutes: float = Field(0.0, ge=0.0, le=10_000.0)
     eval_every: int = Field(1, ge=1, le=1_000_000)
     eval_games: int = Field(200, ge=1, le=10_000_000)
     eval_seed: int = Field(EVAL_SEED, ge=0, lt=2**63)
     eval_depth: Literal["search", "none", "one_step", "full_turn"] = "search"
     time_budget_minutes: float | None = Field(None, gt=0.0)
     run_dir: str = "runs"
+
+
+class Resources(BaseModel):
+    """The actors' resources of a run, resolved from :class:`RuntimeConfig` (no ``"auto"`` left).
+
+    Attributes:
+        workers, worker_cpus, learner_cpus, eval_cpus: as in :class:`RuntimeConfig`.
+        learner_gpu: whether the learner takes a GPU.
+        cpus: the CPUs the run may use (the cluster's, or a sweep trial's).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    workers: int
+    worker_cpus: float
+    learner_cpus: float
+    eval_cpus: float
+    learner_gpu: bool
+    cpus: float
+
+    @property
+    def total(self) -> float:
+        """CPUs the actors declare in all."""
+        return self.workers * self.worker_cpus + self.learner_cpus + self.eval_cpus
+
+    @staticmethod
+    def threads(cpus: float) -> int:
+        """Torch threads of an actor that declares ``cpus``: rounded, at least one."""
+        return max(1, int(round(cpus)))
+
+    def describe(self) -> str:
+        """One line for the start of a run."""
+        return (f"{self.workers} self-play worker{'s' if self.workers != 1 else ''} x {self.worker_cpus:g} CPU "
+                f"({self.threads(self.worker_cpus)} torch thread{'s' if self.threads(self.worker_cpus) != 1 else ''} each), "
+                f"learner {self.learner_cpus:g} CPU ({self.threads(self.learner_cpus)} thread"
+                f"{'s' if self.threads(self.learner_cpus) != 1 else ''}{', GPU' if self.learner_gpu else ''}), "
+                f"evaluator {self.eval_cpus:g} CPU; {self.total:g} of {self.cpus:g} CPUs declared")
+
+
+def resolve_resources(rt: RuntimeConfig, cpus: float, gpu: bool) -> Resources:
+    """Fill in the ``"auto"`` resources of ``rt`` for a run that may use ``cpus`` CPUs.
+
+    The rule (explicit values are kept; ``"auto"`` ones share what is left):
+
+    * evaluator: a quarter CPU on up to 4 CPUs (it runs now and then), else 1;
+    * learner: with a GPU, 1 CPU to feed it; without, half the CPUs up to 4, less the
+      evaluator's share (2 CPUs: 0.75, one torch thread; 8 CPUs: 3);
+    * self-play workers: the rest, one worker per whole CPU (a single worker when less than
+      two are left: 2 CPUs give one worker of 1 CPU).
+
+    Raises:
+        ConfigError: the explicit values leave no CPU for the workers, or declare more than
+            ``cpus``.
+    """
+    cpus = float(cpus)
+    small = cpus <= 4
+    ev = float(rt.eval_cpus) if rt.eval_cpus != "auto" else (0.25 if small else 1.0)
+    if rt.learner_cpus != "auto":
+        lr = float(rt.learner_cpus)
+    elif gpu:
+        lr = 1.0 if cpus >= 3 else max(0.25, (cpus - ev) / 2)
+    else:
+        lr = max(0.25, min(4.0, cpus / 2) - ev)
+    rest = cpus - ev - lr
+    if rt.workers != "auto" and rt.worker_cpus != "auto":
+        workers, wc = int(rt.workers), float(rt.worker_cpus)
+    elif rest <= 1e-9:
+        raise ConfigError(
+            f"runtime: the learner ({lr:g} CPU) and evaluator ({ev:g} CPU) leave no CPU for self-play "
+            f"workers out of {cpus:g}; set runtime.workers and runtime.worker_cpus, or lower learner_cpus / eval_cpus")
+    elif rt.workers != "auto":
+        workers = int(rt.workers)
+        wc = rest / workers
+    elif rt.worker_cpus != "auto":
+        wc = float(rt.worker_cpus)
+        workers = max(1, int((rest + 1e-9) // wc))
+    else:
+        workers = max(1, int((rest + 1e-9) // 1)) if rest >= 2 else 1
+        wc = rest / workers
+    res = Resources(workers=workers, worker_cpus=round(wc, 4), learner_cpus=lr, eval_cpus=ev,
+                    learner_gpu=gpu if rt.learner_gpus == "auto" else float(rt.learner_gpus) > 0, cpus=cpus)
+    if res.total > cpus + 1e-6:
+        raise ConfigError(
+            f"runtime declares {res.total:g} CPUs ({res.workers} workers x {res.worker_cpus:g} + learner "
+            f"{res.learner_cpus:g} + evaluator {res.eval_cpus:g}) but the run may use {cpus:g}")
+    return res
 
 
 class TrackingConfig(BaseModel):
@@ -356,13 +459,11 @@ def load_sweep(path: str | Path, storage: str | None = None) -> tuple[SweepConfi
     base = load_run_config(base_path)
 
     def fits(cfg: RunConfig, where: str) -> None:
-        rt = cfg.runtime
-        need = rt.workers * rt.worker_cpus + rt.learner_cpus + rt.eval_cpus
-        if need > spec.trial_cpus + 1e-9:
-            raise ConfigError(
-                f"{where}: a trial's actors declare {need:g} CPUs ({rt.workers} workers x "
-                f"{rt.worker_cpus:g} + learner {rt.learner_cpus:g} + evaluator {rt.eval_cpus:g}) "
-                f"but trial_cpus is {spec.trial_cpus:g}: lower runtime.*_cpus in `overrides` or raise trial_cpus")
+        try:
+            resolve_resources(cfg.runtime, spec.trial_cpus, gpu=False)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: a trial's actors do not fit its trial_cpus ({spec.trial_cpus:g}): {exc}; "
+                              "lower runtime.*_cpus in `overrides` or raise trial_cpus") from None
 
     base = apply_overrides(base, spec.overrides, source=f"{path}: overrides")
     trials = [(base, f"{path}: overrides")]

@@ -2,13 +2,22 @@
 
 :class:`TrainingRun` is the one training loop of yamblab: ``yamblab train`` and every trial of
 a sweep run it. It drives :class:`RayBackend`, the actors of :mod:`yamblab.actors.actors` on a
-Ray cluster: self-play workers with bounded in-flight work, the replay buffer, the learner (GPU
-when the cluster has one), the evaluator and (Yahtzee) the oracle service. A sweep trial runs
-the same actors inside the trial's placement group, so they stay within its declared CPUs.
+Ray cluster: self-play workers, the replay buffer, the learner (GPU when the cluster has one),
+the evaluator and (Yahtzee) the oracle service. A sweep trial runs the same actors inside the
+trial's placement group, so they stay within its declared CPUs.
 
-Every iteration ends with an atomic checkpoint (learner, EMA, optimiser, replay buffer,
-iteration and game counters, metrics history), so a killed driver resumes exactly where it
-stopped: same iteration count, buffer restored, no game played or counted twice.
+Self-play and learning overlap: while the learner trains on samples drawn from the replay
+buffer (``train.replay_ratio`` optimiser samples per new position), the workers already play
+the next iterations' games with the newest weights they were given, at most
+``runtime.max_policy_lag`` weight versions behind (0: the serial loop). Evaluations run on the
+evaluator actor beside the loop. The actors' CPUs default to a split of what the run may use
+(:func:`~yamblab.platform.config.resolve_resources`), printed when a run starts.
+
+A checkpoint (learner, EMA, optimiser, replay buffer, iteration and game counters, metrics
+history) is written atomically between iterations, every ``runtime.checkpoint_minutes`` (0:
+after every iteration) and after the last one, so a killed driver resumes where the checkpoint
+stopped: same iteration count, buffer restored, no game counted twice (the games of the
+batches that were playing ahead are played again, with the same dice).
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from yamblab.errors import ConfigError, YamblabError
-from yamblab.platform.config import RunConfig
+from yamblab.platform.config import RunConfig, resolve_resources
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +68,8 @@ class RayBackend:
     """The actors of a run on the Ray cluster (started by the caller).
 
     Args:
-        cfg: the run config (it travels to the actors whole).
+        cfg: the run config (it travels to the actors whole, with its ``"auto"`` resources
+            resolved: :attr:`resources`).
         learner_state, buffer_state: state to resume from.
         cpus: the CPUs this run may use (a sweep trial's ``trial_cpus``); default: the
             cluster's.
@@ -73,16 +83,20 @@ class RayBackend:
         import ray
 
         from yamblab.actors.actors import remote_classes
+        from yamblab.actors.cluster import cluster_has_gpu
 
+        have = ray.cluster_resources().get("CPU", 0) if cpus is None else float(cpus)
+        try:
+            res = resolve_resources(cfg.runtime, have, gpu=cluster_has_gpu())
+        except ConfigError as exc:
+            where = "the Ray cluster" if cpus is None else "the trial"
+            raise ConfigError(f"{exc} ({where} offers {have:g} CPUs)") from None
+        self.resources = res
+        cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
+            "workers": res.workers, "worker_cpus": res.worker_cpus, "learner_cpus": res.learner_cpus,
+            "eval_cpus": res.eval_cpus})})
         self.cfg = cfg
         rt = cfg.runtime
-        need = rt.workers * rt.worker_cpus + rt.learner_cpus + rt.eval_cpus
-        have = ray.cluster_resources().get("CPU", 0) if cpus is None else float(cpus)
-        where = "the Ray cluster has" if cpus is None else "the trial declares"
-        if need > have + 1e-9:
-            raise ConfigError(
-                f"runtime declares {need:g} CPUs ({rt.workers} workers x {rt.worker_cpus:g} + learner "
-                f"{rt.learner_cpus:g} + evaluator {rt.eval_cpus:g}) but {where} {have:g}")
         cls = remote_classes(cfg)
         game = cfg.game_obj
         self.oracle = cls["oracle"].remote(cfg.rules) if game.name == "yahtzee" else None
@@ -93,66 +107,79 @@ class RayBackend:
         self.restarts = 0
         self.n_workers = rt.workers
         self._table = None
+        self._next_worker = 0
 
     def weights(self):
         import ray
 
         return ray.get(self.learner.weights.remote())
 
-    def play(self, version, weights, jobs: list[dict]) -> list[dict]:
-        """Run the jobs over the workers, at most ``max_in_flight`` per worker; a job whose
-        worker died is played again by the restarted worker (same seed and game numbers)."""
+    # -- self-play: a batch of jobs is submitted at once and collected later
+    def submit(self, version, weights, jobs: list[dict]) -> list[dict]:
+        """Start ``jobs`` on the workers (round robin); returns the in-flight batch."""
+        batch = []
+        for job in jobs:
+            i = self._next_worker % len(self.workers)
+            self._next_worker += 1
+            batch.append(self._start(i, job, version, weights))
+        return batch
+
+    def _start(self, i: int, job: dict, version, weights) -> dict:
+        s_ref, st_ref = self.workers[i].play.options(num_returns=2).remote(
+            version, weights, job["n"], job["seed"], job["first_game"], job["n_bot"])
+        return {"worker": i, "job": job, "samples": s_ref, "stats": st_ref, "version": version, "weights": weights}
+
+    def collect(self, batch: list[dict]) -> list[dict]:
+        """Wait for an in-flight batch and add its positions to the replay buffer in job order
+        (so the buffer's content does not depend on which worker finished first); a job whose
+        worker died is played again by the restarted worker (same seed and game numbers).
+
+        Returns:
+            the jobs' stats dicts, in job order.
+        """
         import ray
         from ray.exceptions import RayActorError
 
-        queue = list(jobs)
-        inflight: dict = {}
-        per_worker = {i: 0 for i in range(len(self.workers))}
-        stats = []
-
-        def submit(i, job):
-            s_ref, st_ref = self.workers[i].play.options(num_returns=2).remote(
-                version, weights, job["n"], job["seed"], job["first_game"], job["n_bot"])
-            inflight[st_ref] = (i, job, s_ref)
-            per_worker[i] += 1
-
-        def fill():
-            for i in range(len(self.workers)):
-                while queue and per_worker[i] < self.cfg.runtime.max_in_flight:
-                    submit(i, queue.pop(0))
-
-        fill()
-        adds = []
-        while inflight:
-            ready, _ = ray.wait(list(inflight), num_returns=1)
-            st_ref = ready[0]
-            i, job, s_ref = inflight.pop(st_ref)
-            per_worker[i] -= 1
-            try:
-                stats.append(ray.get(st_ref))
-                adds.append(self.buffer.add.remote(s_ref))
-            except RayActorError as exc:
-                self.restarts += 1
-                log.warning("self-play worker %d died (%s); replaying its %d games", i, exc.__class__.__name__, job["n"])
-                queue.insert(0, job)
-            fill()
-        ray.get(adds)
+        stats: list[dict | None] = [None] * len(batch)
+        entries = list(batch)
+        while True:
+            ray.wait([e["stats"] for e in entries], num_returns=len(entries))
+            retry = []
+            for k, e in enumerate(entries):
+                if stats[k] is not None:
+                    continue
+                try:
+                    stats[k] = ray.get(e["stats"])
+                except RayActorError as exc:
+                    self.restarts += 1
+                    log.warning("self-play worker %d died (%s); replaying its %d games", e["worker"],
+                                exc.__class__.__name__, e["job"]["n"])
+                    entries[k] = self._start(e["worker"], e["job"], e["version"], e["weights"])
+                    retry.append(k)
+            if not retry:
+                break
+        ray.get([self.buffer.add.remote(e["samples"]) for e in entries])   # actor calls run in order
         return stats
 
-    def train(self) -> dict:
+    # -- learning
+    def start_training(self, new_positions: int):
+        """Start the learner on ``replay_ratio × new_positions`` samples drawn from the buffer;
+        returns the call's reference (None when there is nothing to train on)."""
         import ray
 
-        return ray.get(self.learner.train.remote(self.buffer.all.remote()))
+        steps = ray.get(self.learner.steps_for.remote(new_positions))
+        if steps <= 0:
+            return None
+        return self.learner.train.remote(self.buffer.sample.remote(steps * self.cfg.train.batch_size))
 
     def buffer_size(self) -> int:
         import ray
 
         return ray.get(self.buffer.size.remote())
 
-    def evaluate(self, version, weights) -> dict:
-        import ray
-
-        return ray.get(self.evaluator.evaluate.remote(version, weights))
+    def start_evaluation(self, version, weights):
+        """Start the evaluator on ``weights``; returns the call's reference."""
+        return self.evaluator.evaluate.remote(version, weights)
 
     def state(self) -> tuple[dict, dict]:
         import ray
@@ -218,6 +245,13 @@ class TrainingRun:
         self.run_id: str | None = None
         self.started = time.time()
         self.elapsed_before = 0.0
+        self.last_eval: dict | None = None
+        self._inflight: dict[int, tuple[int, list]] = {}    # batch -> (weights' iteration, jobs)
+        self._pending_eval: list[dict] = []
+        self._positions_total = 0
+        self._steps_total = 0
+        self._samples_total = 0
+        self._last_checkpoint = time.time()
         learner_state = buffer_state = None
         if resume:
             path = self.run_dir / CHECKPOINT
@@ -231,6 +265,11 @@ class TrainingRun:
             self.run_id = state.get("mlflow_run_id") or None
             self.elapsed_before = float(state.get("elapsed", 0.0))
             learner_state = state["learner"]
+            self._positions_total = int(state.get("positions_total", 0))
+            self._steps_total = int(learner_state.get("steps", 0))
+            self._samples_total = int(learner_state.get("samples_trained", 0))
+            if self.evals:
+                self.last_eval = next((h for h in reversed(self.history) if "eval.score_mean" in h), None)
             buffer_state = _torch_to_np(state["buffer"])
             if buffer_state.get("data") == {}:
                 buffer_state = None
@@ -252,6 +291,7 @@ class TrainingRun:
         self.run_id = self.tracker.start_run(
             self.cfg.name, params=self.cfg.model_dump(mode="json"),
             tags={"yamblab.kind": "train", "yamblab.code_version": code_version(),
+                  "yamblab.resources": self.backend.resources.describe(),
                   "yamblab.rules_hash": self.cfg.rules_obj.digest, "yamblab.preset": self.cfg.preset,
                   "yamblab.run_dir": str(self.run_dir)})
         self.tracker.log_text(self.run_id, self.cfg.to_yaml(), "config.yaml")
@@ -261,67 +301,165 @@ class TrainingRun:
         return self.elapsed_before + (time.time() - self.started)
 
     # -- one iteration
+    def _jobs(self, j: int) -> list[dict]:
+        """The self-play jobs of batch ``j`` (0-based: the games of iteration ``j + 1``):
+        game numbers ``j × games_per_iteration`` onwards, so a batch replayed after a crash or
+        a resume plays the same games and none is counted twice."""
+        cfg, rt = self.cfg, self.backend.cfg.runtime
+        n = cfg.train.games_per_iteration
+        n_bot = int(round(cfg.train.bot_share_at(j) * n))
+        jobs, first = [], j * n
+        for size in _chunks(n, max(1, self.backend.n_workers * rt.max_in_flight)):
+            jobs.append({"n": size, "seed": cfg.train.seed, "first_game": first,
+                         "n_bot": max(0, min(size, n_bot - (first - j * n)))})
+            first += size
+        return jobs
+
+    def _submit(self, batches, trainings: int) -> None:
+        """Start the batches in ``batches`` that are not in flight yet, with the newest published
+        weights (which carry ``trainings`` iterations of training)."""
+        missing = [j for j in batches if j not in self._inflight and j < self.cfg.runtime.iterations]
+        if not missing:
+            return
+        version, weights = self.backend.weights()
+        for j in missing:
+            self._inflight[j] = (trainings, self.backend.submit(version, weights, self._jobs(j)))
+
     def step(self) -> dict:
-        """Run one iteration; returns its metrics (with ``eval.*`` on evaluation iterations)."""
+        """Run one iteration; returns its metrics.
+
+        An iteration collects its batch of self-play games (played ahead of the learner by at
+        most ``runtime.max_policy_lag`` weight versions, while the learner trained), trains on
+        ``replay_ratio`` samples per new position drawn from the replay buffer while the next
+        batches play, and publishes the new weights. Evaluations run on the evaluator while the
+        loop goes on and are recorded when they finish (``eval.*`` metrics at the iteration
+        whose weights they graded).
+        """
         cfg, rt = self.cfg, self.cfg.runtime
         t0 = time.perf_counter()
-        version, weights = self.backend.weights()
+        k = self.iteration
+        self._submit([k], trainings=k)           # the first iteration, or the serial loop
+        weights_trainings, batch = self._inflight.pop(k)
+        t_wait = time.perf_counter()
+        stats = self.backend.collect(batch)
+        t_wait = time.perf_counter() - t_wait
         n = cfg.train.games_per_iteration
-        n_bot = int(round(cfg.train.bot_share_at(self.iteration) * n))
-        jobs, first = [], self.games_played
-        parts = max(1, self.backend.n_workers * rt.max_in_flight)
-        for size in _chunks(n, parts):
-            jobs.append({"n": size, "seed": cfg.train.seed, "first_game": first,
-                         "n_bot": max(0, min(size, n_bot - (first - self.games_played)))})
-            first += size
-        t_play = time.perf_counter()
-        stats = self.backend.play(version, weights, jobs)
-        t_play = time.perf_counter() - t_play
         positions = sum(s["positions"] for s in stats)
+        play_busy = sum(s.get("busy_seconds", 0.0) for s in stats)
         scores = [s["score_mean"] for s in stats if math.isfinite(s.get("score_mean", float("nan")))]
-        t_train = time.perf_counter()
-        metrics = {f"train.{k}": v for k, v in self.backend.train().items()}
-        t_train = time.perf_counter() - t_train
+        self._positions_total += positions
+        # the next batches start now, with the weights before this training, and play while
+        # the learner trains: batch j is trained on at iteration j, max_policy_lag trainings later
+        self._submit(range(k + 1, k + 1 + rt.max_policy_lag), trainings=k)
         self.iteration += 1
+        t_train = time.perf_counter()
+        ref = self.backend.start_training(positions)
+        train = {} if ref is None else self._get(ref)
+        t_train = time.perf_counter() - t_train
         self.games_played += n
+        metrics = {f"train.{k}": v for k, v in train.items()}
+        self._steps_total = int(train.get("steps", self._steps_total))
+        self._samples_total = int(train.get("samples_total", self._samples_total))
+        wall = time.perf_counter() - t0
         metrics.update({
             "iteration": self.iteration, "games_played": self.games_played,
             "selfplay.score_mean": float(np.mean(scores)) if scores else float("nan"),
-            "selfplay.positions": positions, "selfplay.positions_per_s": positions / max(t_play, 1e-9),
-            "selfplay.games_per_s": n / max(t_play, 1e-9), "selfplay.seconds": t_play,
-            "selfplay.bot_games": n_bot, "train.seconds": t_train,
+            "selfplay.positions": positions, "selfplay.positions_total": self._positions_total,
+            "selfplay.positions_per_s": positions / max(play_busy, 1e-9),
+            "selfplay.games_per_s": n / max(play_busy, 1e-9), "selfplay.busy_seconds": play_busy,
+            "selfplay.bot_games": int(round(cfg.train.bot_share_at(self.iteration - 1) * n)),
+            "selfplay.policy_lag": k - weights_trainings,
+            "train.samples_per_s": train.get("samples", 0.0) / max(train.get("seconds", 0.0), 1e-9),
+            "time.wait_selfplay": t_wait, "time.wait_learner": t_train,
+            "utilisation.selfplay": play_busy / max(wall * self.backend.n_workers, 1e-9),
+            "utilisation.learner": train.get("seconds", 0.0) / max(wall, 1e-9),
             "buffer.positions": self.backend.buffer_size(), "workers.restarts": self.backend.restarts,
         })
-        if self.iteration % rt.eval_every == 0 or self.iteration >= rt.iterations:
-            v2, w2 = self.backend.weights()
-            ev = self.backend.evaluate(v2, w2)
-            metrics.update(ev["metrics"])
-            self.evals.append({"iteration": self.iteration, "minutes": (self.elapsed) / 60.0,
-                               "per_game_regret": np.round(ev["per_game_regret"], 6).tolist(),
-                               "scores": ev["scores"].tolist(), "by_box": ev["by_box"],
-                               "by_decision": ev["by_decision"], "loss": ev["loss"]})
         metrics["seconds"] = time.perf_counter() - t0
         metrics["minutes"] = self.elapsed / 60.0
         self.history.append(metrics)
-        self.checkpoint()
+        if self.iteration % rt.eval_every == 0 or self.iteration >= rt.iterations:
+            self._start_evaluation()
+        # the serial loop (lag 0) waits for its evaluation, so the iteration's metrics carry it
+        self._poll_evaluations(block=rt.max_policy_lag == 0)
         if self.tracker is not None:
             self.tracker.log_metrics(self.run_id, metrics, step=self.iteration)
+        if self._checkpoint_due():
+            self.checkpoint()
         return metrics
 
+    @staticmethod
+    def _get(ref):
+        import ray
+
+        return ray.get(ref)
+
+    # -- evaluations run beside the loop
+    def _start_evaluation(self) -> None:
+        if self._pending_eval and self._pending_eval[-1]["iteration"] == self.iteration:
+            return
+        version, weights = self.backend.weights()
+        self._pending_eval.append({
+            "ref": self.backend.start_evaluation(version, weights), "iteration": self.iteration,
+            "minutes": self.elapsed / 60.0, "positions": self._positions_total, "steps": self._steps_total,
+            "samples": self._samples_total, "games_played": self.games_played})
+
+    def _poll_evaluations(self, block: bool) -> list[dict]:
+        """Record the evaluations that finished (all of them with ``block``); returns them."""
+        import ray
+
+        done = []
+        while self._pending_eval:
+            head = self._pending_eval[0]
+            if not block:
+                ready, _ = ray.wait([head["ref"]], timeout=0)
+                if not ready:
+                    break
+            ev = ray.get(head["ref"])
+            self._pending_eval.pop(0)
+            behind = {"eval.iteration": head["iteration"], "eval.minutes": head["minutes"],
+                      "eval.selfplay_positions": head["positions"], "eval.optimiser_steps": head["steps"],
+                      "eval.samples_trained": head["samples"], "eval.games_played": head["games_played"]}
+            ev["metrics"].update(behind)
+            for h in self.history:
+                if h["iteration"] == head["iteration"]:
+                    h.update(ev["metrics"])
+            self.evals.append({"iteration": head["iteration"], "minutes": head["minutes"],
+                               "positions": head["positions"], "steps": head["steps"], "samples": head["samples"],
+                               "per_game_regret": np.round(ev["per_game_regret"], 6).tolist(),
+                               "scores": ev["scores"].tolist(), "by_box": ev["by_box"],
+                               "by_decision": ev["by_decision"], "loss": ev["loss"]})
+            if self.tracker is not None:
+                self.tracker.log_metrics(self.run_id, ev["metrics"], step=head["iteration"])
+            self.last_eval = ev["metrics"]
+            done.append(ev["metrics"])
+        return done
+
+    def _checkpoint_due(self) -> bool:
+        every = self.cfg.runtime.checkpoint_minutes
+        return every <= 0 or time.time() - self._last_checkpoint >= every * 60.0
+
     def checkpoint(self) -> Path:
-        """Write the run's state atomically (see :func:`yamblab.model.checkpoint.save_checkpoint`)."""
+        """Write the run's state atomically (see :func:`yamblab.model.checkpoint.save_checkpoint`).
+
+        Written between iterations: the learner's state after the last iteration's training,
+        the buffer, the counters and every evaluation recorded so far (an evaluation still
+        running is not in it; the batches of games playing ahead are played again on resume).
+        """
         from yamblab.model.checkpoint import save_checkpoint
 
         learner_state, buffer_state = self.backend.state()
         payload = {
             "learner": learner_state, "buffer": _np_to_torch(buffer_state),
             "iteration": self.iteration, "games_played": self.games_played,
+            "positions_total": self._positions_total,
             "history": json.dumps(self.history), "evals": json.dumps(self.evals),
             "config": self.cfg.to_yaml(), "mlflow_run_id": self.run_id or "",
             "elapsed": self.elapsed,
             "model_config": learner_state["model_config"], "ema": learner_state["ema"],
             "model": learner_state["model"],
         }
+        self._last_checkpoint = time.time()
         return save_checkpoint(self.run_dir / CHECKPOINT, payload)
 
     def done(self) -> bool:
@@ -331,7 +469,11 @@ class TrainingRun:
         return rt.time_budget_minutes is not None and self.elapsed / 60.0 >= rt.time_budget_minutes
 
     def run(self) -> list[dict]:
-        """Iterate until done (iterations or time budget); returns the metrics history."""
+        """Iterate until done (iterations or time budget); returns the metrics history.
+
+        The last iteration is always evaluated, and every evaluation is waited for before
+        this returns.
+        """
         bar = None
         if self.progress:
             from tqdm.auto import tqdm
@@ -350,27 +492,21 @@ class TrainingRun:
                 if bar is not None:
                     post = {"pos/s": f"{m['selfplay.positions_per_s']:.0f}",
                             "loss": f"{m.get('train.total', float('nan')):.3f}"}
-                    if "eval.regret_mean" in m:
-                        post["regret"] = f"{m['eval.regret_mean']:.1f}"
-                    elif "eval.vs_baseline_mean" in m:
-                        post["vs bot"] = f"{m['eval.vs_baseline_mean']:+.0f}"
+                    ev = self.last_eval or {}
+                    if "eval.regret_mean" in ev:
+                        post["regret"] = f"{ev['eval.regret_mean']:.1f}"
+                    elif "eval.vs_baseline_mean" in ev:
+                        post["vs bot"] = f"{ev['eval.vs_baseline_mean']:+.0f}"
                     bar.set_postfix(post)
                     if self.cfg.runtime.time_budget_minutes is not None:
                         bar.n = min(self.elapsed / 60.0, float(self.cfg.runtime.time_budget_minutes))
                         bar.refresh()
                     else:
                         bar.update(1)
-            if not self.evals or self.evals[-1]["iteration"] != self.iteration:
-                v, w = self.backend.weights()
-                ev = self.backend.evaluate(v, w)
-                self.history[-1].update(ev["metrics"])
-                self.evals.append({"iteration": self.iteration, "minutes": self.elapsed / 60.0,
-                                   "per_game_regret": np.round(ev["per_game_regret"], 6).tolist(),
-                                   "scores": ev["scores"].tolist(), "by_box": ev["by_box"],
-                                   "by_decision": ev["by_decision"], "loss": ev["loss"]})
-                self.checkpoint()
-                if self.tracker is not None:
-                    self.tracker.log_metrics(self.run_id, ev["metrics"], step=self.iteration)
+            if self.iteration > 0 and not any(e["iteration"] == self.iteration for e in self.evals):
+                self._start_evaluation()
+            self._poll_evaluations(block=True)
+            self.checkpoint()
         finally:
             if bar is not None:
                 bar.close()

@@ -1,0 +1,137 @@
+"""Throughput: the transformer skipped on boundary positions, the replay ratio, the fused health
+metrics and the actors' resources chosen from the machine (pure logic, no Ray)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from pydantic import ValidationError
+
+from yamblab.errors import ConfigError
+from yamblab.games.yahtzee.rules import OFFICIAL
+from yamblab.learners.config import SearchConfig, TrainConfig
+from yamblab.learners.health import grad_norms
+from yamblab.learners.learner import Learner
+from yamblab.learners.losses import compute_losses
+from yamblab.learners.selfplay import SelfPlay
+from yamblab.model.config import ModelConfig
+from yamblab.platform.config import RuntimeConfig, resolve_resources
+
+HEAD = ModelConfig.preset("tiny", boundary_head=True, boundary_hidden=32)
+TRAIN = TrainConfig(value_target_mix=1.0, successor_samples=2, batch_size=64)
+
+
+@pytest.fixture(scope="module")
+def batch():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    sp = SelfPlay(HEAD, TRAIN, SearchConfig(), OFFICIAL)
+    samples, _ = sp.play_games(3, seed=2)
+    torch.set_num_threads(old)
+    return samples
+
+
+def test_boundary_rows_skip_the_transformer_and_the_rest_is_unchanged(batch):
+    torch.manual_seed(0)
+    learner = Learner(HEAD, TRAIN)
+    net = learner.net.eval()
+    x, t = batch.to_torch()
+    nod = x.dice[:, 0] == 0
+    assert nod.any() and (~nod).any()               # a mixed batch: turn starts and decisions
+    with torch.no_grad():
+        split = net(x)
+        full = net._forward_all(x, False)           # every row through the transformer
+    assert torch.equal(split.trunk_rows, ~nod)
+    assert torch.allclose(split.logits[~nod], full.logits[~nod], atol=1e-5)
+    assert torch.allclose(split.value[~nod], full.value[~nod], atol=1e-4)
+    assert torch.allclose(split.bonus_logit[~nod], full.bonus_logit[~nod], atol=1e-5)
+    # boundary rows: the boundary head's value, no legal action, no transformer output
+    assert torch.allclose(split.value[nod], split.boundary_value[nod])
+    assert torch.allclose(split.value[nod], full.value[nod], atol=1e-4)
+    assert (split.value_logits[nod] == 0).all() and (split.bonus_logit[nod] == 0).all()
+    # the losses of the split forward equal the full forward's, but for the aux bonus term,
+    # which the split one takes on the decision rows only
+    net.train()
+    ls = compute_losses(net(x), x, t, TRAIN, net.bin_centers, HEAD.value_max)
+    lf = compute_losses(net._forward_all(x, False), x, t, TRAIN, net.bin_centers, HEAD.value_max)
+    for k in ("policy", "value", "boundary", "entropy", "aux_straight"):
+        assert float(ls[k].detach()) == pytest.approx(float(lf[k].detach()), rel=1e-4, abs=1e-5), k
+    # a batch of boundary rows alone does not touch the transformer's weights
+    net.zero_grad()
+    out = net(x[nod])
+    compute_losses(out, x[nod], {k: v[nod] for k, v in t.items()}, TRAIN, net.bin_centers,
+                   HEAD.value_max)["total"].backward()
+    assert all(p.grad is None for p in net.trunk.parameters())
+    assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in net.boundary_head.parameters())
+
+
+def test_replay_ratio_sets_the_optimiser_steps(batch):
+    learner = Learner(HEAD, TrainConfig(replay_ratio=2.5, batch_size=64))
+    assert learner.steps_for(0) == 0
+    assert learner.steps_for(1) == 1
+    assert learner.steps_for(1000) == math.ceil(2.5 * 1000 / 64) == 40
+    m = learner.train_iteration(batch.take(slice(0, 128)), health=False)
+    assert learner.steps == 2 and m["samples"] == 128 and m["samples_total"] == 128
+    assert learner.state_dict()["samples_trained"] == 128
+
+
+def test_epochs_is_refused_with_its_replacement_named():
+    with pytest.raises(ValidationError, match="replaced by train.replay_ratio"):
+        TrainConfig(epochs=2)
+    with pytest.raises(ValidationError):
+        TrainConfig(replay_ratio=0)
+
+
+def test_fused_gradient_norms_match_a_per_parameter_sum(batch):
+    learner = Learner(HEAD, TRAIN)
+    x, t = batch.to_torch()
+    out = learner.net(x)
+    compute_losses(out, x, t, TRAIN, learner.net.bin_centers, HEAD.value_max)["total"].backward()
+    got = grad_norms(learner.net)
+    sq = 0.0
+    for part in ("tokenizer", "trunk", "policy_head"):
+        s = sum(float(p.grad.double().pow(2).sum()) for p in getattr(learner.net, part).parameters()
+                if p.grad is not None)
+        assert got[f"grad_norm/{part}"] == pytest.approx(math.sqrt(s), rel=1e-4)
+    for p in learner.net.parameters():
+        if p.grad is not None:
+            sq += float(p.grad.double().pow(2).sum())
+    # every part is counted (the boundary head is not one of the named parts)
+    head = sum(float(p.grad.double().pow(2).sum()) for p in learner.net.boundary_head.parameters()
+               if p.grad is not None)
+    assert got["grad_norm"] == pytest.approx(math.sqrt(sq - head), rel=1e-4)
+
+
+@pytest.mark.parametrize("cpus,gpu,workers,worker_cpus,learner,evaluator", [
+    (2, False, 1, 1.0, 0.75, 0.25),      # a 2-core laptop or CI box: both cores busy
+    (1, False, 1, 0.5, 0.25, 0.25),      # a sweep trial of one CPU
+    (8, False, 4, 1.0, 3.0, 1.0),
+    (16, True, 14, 1.0, 1.0, 1.0),       # a GPU node: the learner feeds the GPU
+])
+def test_auto_resources_fill_the_machine(cpus, gpu, workers, worker_cpus, learner, evaluator):
+    r = resolve_resources(RuntimeConfig(), cpus, gpu)
+    assert (r.workers, r.worker_cpus, r.learner_cpus, r.eval_cpus) == (workers, worker_cpus, learner, evaluator)
+    assert r.total == pytest.approx(cpus)
+    assert r.learner_gpu is gpu
+    assert f"{workers} self-play worker" in r.describe()
+
+
+def test_explicit_resources_are_kept_and_overcommitment_is_refused():
+    rt = RuntimeConfig(workers=2, worker_cpus=0.5, learner_cpus=0.5, eval_cpus=0.5)
+    r = resolve_resources(rt, 4, False)
+    assert (r.workers, r.worker_cpus, r.learner_cpus, r.eval_cpus) == (2, 0.5, 0.5, 0.5)
+    # explicit learner and evaluator, automatic workers: the rest, one worker per CPU
+    r = resolve_resources(RuntimeConfig(learner_cpus=1, eval_cpus=1), 6, False)
+    assert (r.workers, r.worker_cpus) == (4, 1.0)
+    with pytest.raises(ConfigError, match="declares 3 CPUs.*may use 2"):
+        resolve_resources(RuntimeConfig(workers=2, worker_cpus=1, learner_cpus=0.5, eval_cpus=0.5), 2, False)
+    with pytest.raises(ConfigError, match="leave no CPU for self-play"):
+        resolve_resources(RuntimeConfig(learner_cpus=1.5, eval_cpus=0.5), 2, False)
+    with pytest.raises(ValidationError):
+        RuntimeConfig(workers=0)
+    with pytest.raises(ValidationError):
+        RuntimeConfig(worker_cpus="many")
+    assert np.isclose(resolve_resources(RuntimeConfig(), 2, False).threads(0.75), 1)

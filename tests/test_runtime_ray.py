@@ -101,3 +101,27 @@ def test_killed_worker_is_replaced_and_its_games_replayed(ray_cluster, tiny_conf
         assert sorted(s["positions"] > 0 for s in stats) == [True, True, True]
     finally:
         backend.shutdown()
+
+
+def test_evaluation_modes_on_the_same_dice(ray_cluster, tmp_path):
+    """Every evaluation grades the extra decision modes too, each on its own number of games."""
+    from yamblab.platform.config import load_run_config
+    from yamblab.platform.runtime import TrainingRun
+
+    cfg = load_run_config(ROOT / "configs" / "yahtzee-tiny.yaml",
+                          {"runtime.iterations": 1, "runtime.eval_games": 6,
+                           "runtime.eval_modes": {"none": 10, "one_step": 4}})
+    run = TrainingRun(cfg, tmp_path / "run", progress=False)
+    try:
+        run.run()
+        m = run.history[-1]
+        for mode, games in (("none", 10), ("one_step", 4)):
+            assert m[f"eval.{mode}.games"] == games
+            assert m[f"eval.{mode}.regret_ci_low"] <= m[f"eval.{mode}.regret_mean"] <= m[f"eval.{mode}.regret_ci_high"]
+            assert len(run.evals[-1]["modes"][mode]["per_game_regret"]) == games
+        assert run.evals[-1]["mode"] == "full_turn" and len(run.evals[-1]["per_game_regret"]) == 6
+        # the policy head alone is a different player from full-turn search on the same dice
+        assert m["eval.none.regret_mean"] != m["eval.regret_mean"]
+        assert run.finish()["modes"].keys() == {"none", "one_step"}
+    finally:
+        run.shutdown()

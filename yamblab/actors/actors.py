@@ -249,6 +249,18 @@ class Evaluator:
         agent = network_agent(net, self.game, self.cfg.eval_depth)
         report = self.grade(agent)
         out = eval_payload(report, version, time.perf_counter() - t0)
+        out["mode"] = self.cfg.eval_depth
+        out["modes"] = {}
+        for mode, games in self.cfg.runtime.eval_modes.items():
+            t1 = time.perf_counter()
+            extra = eval_payload(self.grade(network_agent(net, self.game, mode), games=games), version, 0.0)
+            m = extra["metrics"]
+            key = "regret" if extra["loss"] == "regret" else "vs_baseline"
+            out["metrics"].update({f"eval.{mode}.{key}_{k}": m[f"eval.{key}_{k}"] for k in ("mean", "ci_low", "ci_high")})
+            out["metrics"][f"eval.{mode}.score_mean"] = m["eval.score_mean"]
+            out["metrics"][f"eval.{mode}.games"] = games
+            out["metrics"][f"eval.{mode}.seconds"] = time.perf_counter() - t1
+            out["modes"][mode] = {"per_game_regret": extra["per_game_regret"], "loss": extra["loss"]}
         if self.exact_applies():
             from yamblab.model.exact_score import exact_network_score
 
@@ -263,9 +275,11 @@ class Evaluator:
         return (self.game.name == "yahtzee" and self.cfg.eval_depth == "full_turn"
                 and self.cfg.model.boundary_head)
 
-    def grade(self, agent):
-        """A :class:`~yamblab.oracle.grading.GradeReport` of ``agent`` on the evaluation games."""
+    def grade(self, agent, games: int | None = None):
+        """A :class:`~yamblab.oracle.grading.GradeReport` of ``agent`` on the evaluation games
+        (the first ``games`` of them; default ``runtime.eval_games``)."""
         rt = self.cfg.runtime
+        n_games = games or rt.eval_games
         if self.game.name == "yamb":
             from yamblab.oracle.yamb_grading import grade_yamb, play_scores
 
@@ -273,10 +287,11 @@ class Evaluator:
                 from yamblab.agents.base import make_agent
 
                 bot = make_agent("heuristic", self.game)
-                self._baseline = (bot, play_scores(bot, self.game, rt.eval_games, rt.eval_seed))
+                most = max([rt.eval_games, *rt.eval_modes.values()])
+                self._baseline = (bot, play_scores(bot, self.game, most, rt.eval_seed))
             kw = {} if self._baseline is None else {"baseline": self._baseline[0],
-                                                    "baseline_scores": self._baseline[1]}
-            return grade_yamb(agent, self.game, games=rt.eval_games, seed=rt.eval_seed, **kw)
+                                                    "baseline_scores": self._baseline[1][:n_games]}
+            return grade_yamb(agent, self.game, games=n_games, seed=rt.eval_seed, **kw)
         import ray
 
         from yamblab.oracle.grading import decision_kinds, grade
@@ -293,7 +308,7 @@ class Evaluator:
                     batch.hold_keeps()[idx], np.asarray(actions)[idx]))
             return regret, decision_kinds(actions, batch.rolls_left, live)
 
-        return grade(agent, self.game.rules, games=rt.eval_games, seed=rt.eval_seed,
+        return grade(agent, self.game.rules, games=n_games, seed=rt.eval_seed,
                      regret_fn=regret_fn if service is not None else None)
 
 

@@ -70,6 +70,11 @@ class RuntimeConfig(BaseModel):
         eval_depth: how the evaluated agent plays: ``"search"`` (the run's search depth), or
             ``"none"`` (the policy head alone: what the policy-side ablations change),
             ``"one_step"``, ``"full_turn"``.
+        eval_modes: further decision modes graded at every evaluation, each on its own number
+            of games (the first games of the same fixed dice): ``{none: 500, one_step: 200}``
+            grades the policy head alone on 500 games and one-step search on 200 beside the
+            main mode (``eval_depth``), so the policy-side training ideas are judged where they
+            act. Logged as ``eval.<mode>.regret_mean`` (or ``eval.<mode>.vs_baseline_mean``).
         time_budget_minutes: stop after the iteration that crosses this wall time.
         run_dir: folder for checkpoints and run state.
     """
@@ -90,6 +95,7 @@ class RuntimeConfig(BaseModel):
     eval_games: int = Field(200, ge=1, le=10_000_000)
     eval_seed: int = Field(EVAL_SEED, ge=0, lt=2**63)
     eval_depth: Literal["search", "none", "one_step", "full_turn"] = "search"
+    eval_modes: dict[Literal["none", "one_step", "full_turn"], Annotated[int, Field(ge=1, le=10_000_000)]] = {}
     time_budget_minutes: float | None = Field(None, gt=0.0)
     run_dir: str = "runs"
 

@@ -24,36 +24,47 @@ def close(fig) -> None:
     _plt().close(fig)
 
 
-def learning_curve(evals: list[dict], history: list[dict] | None = None, loss: str = "regret"):
-    """Oracle regret per game (95% CI) of each evaluation against training minutes.
+def learning_curve(evals: list[dict], history: list[dict] | None = None, loss: str = "regret",
+                   machine: str | None = None):
+    """Noise-free loss per game (95% CI) of each evaluation, against training minutes and
+    against the self-play positions behind it (two machines compare on the second axis).
 
     Args:
-        evals: dicts with ``minutes`` and ``per_game_regret`` (points per evaluation game).
+        evals: dicts with ``minutes``, ``per_game_regret`` (points per evaluation game) and,
+            when recorded, ``positions`` (self-play positions so far) and ``steps`` (optimiser
+            steps so far).
         history: per-iteration metrics (unused; kept for callers).
         loss: what ``per_game_regret`` holds: ``"regret"`` (exact, 0 = optimal play) or, for a
             Yamb card with no oracle, ``"points below heuristic"`` (paired on the same dice).
+        machine: a few words on the machine, for the title.
     """
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    if evals:
-        mins = np.array([e["minutes"] for e in evals])
-        stats_ = [mean_ci(np.asarray(e["per_game_regret"])) for e in evals]
-        m = np.array([s[0] for s in stats_])
-        lo = np.array([s[1] for s in stats_])
-        hi = np.array([s[2] for s in stats_])
-        ax.plot(mins, m, "o-", color="tab:blue", label="noise-free regret / game")
-        ax.fill_between(mins, lo, hi, color="tab:blue", alpha=0.2, label="95% CI")
-    ax.set_xlabel("training time (minutes)")
-    if loss == "regret":
-        ax.set_ylabel("oracle regret per game (points)")
-        ax.set_ylim(bottom=0)
-        ax.set_title("Learning curve (lower is better; 0 = optimal play)")
-    else:
-        ax.set_ylabel(f"{loss} per game (points)")
-        ax.axhline(0.0, color="gray", lw=1)
-        ax.set_title("Learning curve (lower is better; below 0 beats the bot)")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper right")
+    with_pos = bool(evals) and all(e.get("positions") is not None for e in evals)
+    fig, axes = plt.subplots(1, 2 if with_pos else 1, figsize=(11 if with_pos else 6.5, 4), squeeze=False)
+    axes = axes[0]
+    stats_ = [mean_ci(np.asarray(e["per_game_regret"])) for e in evals]
+    m = np.array([s[0] for s in stats_])
+    lo = np.array([s[1] for s in stats_])
+    hi = np.array([s[2] for s in stats_])
+    xs = [(np.array([e["minutes"] for e in evals]), "training time (minutes)")]
+    if with_pos:
+        xs.append((np.array([e["positions"] for e in evals]) / 1e6, "self-play positions (millions)"))
+    for ax, (x, label) in zip(axes, xs):
+        if evals:
+            ax.plot(x, m, "o-", color="tab:blue", label="noise-free regret / game" if loss == "regret" else loss)
+            ax.fill_between(x, lo, hi, color="tab:blue", alpha=0.2, label="95% CI")
+        ax.set_xlabel(label)
+        if loss == "regret":
+            ax.set_ylabel("oracle regret per game (points)")
+            ax.set_ylim(bottom=0)
+        else:
+            ax.set_ylabel(f"{loss} per game (points)")
+            ax.axhline(0.0, color="gray", lw=1)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper right")
+    title = ("Learning curve (lower is better; 0 = optimal play)" if loss == "regret"
+             else "Learning curve (lower is better; below 0 beats the bot)")
+    fig.suptitle(title + (f"\n{machine}" if machine else ""), fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -63,6 +63,28 @@ def _torch_to_np(obj):
     return obj
 
 
+def machine_description() -> str:
+    """The machine in a few words (CPUs, their model, a GPU), for plots and run tags."""
+    import os
+    import platform
+
+    model = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), model)
+    except OSError:
+        pass
+    gpu = ""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            gpu = f", GPU {torch.cuda.get_device_name(0)}"
+    except Exception:  # noqa: BLE001 - a description, never an error
+        pass
+    return f"{os.cpu_count()} CPUs{f' ({model})' if model else ''}{gpu}"
+
+
 # --------------------------------------------------------------------------- backend
 class RayBackend:
     """The actors of a run on the Ray cluster (started by the caller).
@@ -291,7 +313,7 @@ class TrainingRun:
         self.run_id = self.tracker.start_run(
             self.cfg.name, params=self.cfg.model_dump(mode="json"),
             tags={"yamblab.kind": "train", "yamblab.code_version": code_version(),
-                  "yamblab.resources": self.backend.resources.describe(),
+                  "yamblab.resources": self.backend.resources.describe(), "yamblab.machine": machine_description(),
                   "yamblab.rules_hash": self.cfg.rules_obj.digest, "yamblab.preset": self.cfg.preset,
                   "yamblab.run_dir": str(self.run_dir)})
         self.tracker.log_text(self.run_id, self.cfg.to_yaml(), "config.yaml")
@@ -428,9 +450,12 @@ class TrainingRun:
                                "positions": head["positions"], "steps": head["steps"], "samples": head["samples"],
                                "per_game_regret": np.round(ev["per_game_regret"], 6).tolist(),
                                "scores": ev["scores"].tolist(), "by_box": ev["by_box"],
-                               "by_decision": ev["by_decision"], "loss": ev["loss"]})
+                               "by_decision": ev["by_decision"], "loss": ev["loss"], "mode": ev.get("mode"),
+                               "modes": {k: {"per_game_regret": np.round(v["per_game_regret"], 6).tolist(),
+                                             "loss": v["loss"]} for k, v in ev.get("modes", {}).items()}})
             if self.tracker is not None:
-                self.tracker.log_metrics(self.run_id, ev["metrics"], step=head["iteration"])
+                self.tracker.log_metrics(self.run_id, {k: v for k, v in ev["metrics"].items()
+                                                       if isinstance(v, (int, float))}, step=head["iteration"])
             self.last_eval = ev["metrics"]
             done.append(ev["metrics"])
         return done
@@ -526,7 +551,8 @@ class TrainingRun:
         files = [str(self.run_dir / CHECKPOINT), str(self.run_dir / "config.yaml")]
         table = self.backend.oracle_table()
         figs = {
-            "learning_curve.png": plots.learning_curve(self.evals, self.history, last.get("loss", "regret")),
+            "learning_curve.png": plots.learning_curve(self.evals, self.history, last.get("loss", "regret"),
+                                                       machine=machine_description()),
             "score_histogram.png": plots.score_histogram(np.array(last["scores"]), self.cfg, table),
         }
         if last["by_box"]:
@@ -545,6 +571,7 @@ class TrainingRun:
             self.tracker.log_torch_model(self.run_id, self.backend.network())
             self.tracker.end_run(self.run_id)
         return {"per_game_regret": last["per_game_regret"], "loss": last.get("loss", "regret"),
+                "modes": last.get("modes", {}),
                 "scores": last["scores"],
                 "metrics": summary, "files": files}
 

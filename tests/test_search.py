@@ -180,16 +180,21 @@ def test_two_hot_and_dirichlet_noise():
 
 
 def test_turn_start_values_of_the_oracle_are_the_table():
-    """The turn value behind ``value_target_mix`` reproduces the oracle at its own states."""
+    """The turn value behind ``value_target_mix`` (the per-turn pass's last step) reproduces the
+    oracle at its own states."""
     import numpy as np
+    import pytest
 
     from yamblab.games.yahtzee.engine import new_batch
     from yamblab.games.yahtzee.rules import OFFICIAL
     from yamblab.oracle import _kernels
     from yamblab.oracle.table import OracleTable
-    from yamblab.search.expectimax import turn_start_values
 
     V = np.ascontiguousarray(OracleTable.get(OFFICIAL).values)
-    st = np.ascontiguousarray(new_batch(2, OFFICIAL, seed=1).boundary_states())
-    e1, _ = _kernels.turn_solutions(V, OFFICIAL.joker_code, OFFICIAL.upper_bonus, OFFICIAL.yahtzee_bonus, st)
-    np.testing.assert_allclose(turn_start_values(e1), V[st[:, 0], st[:, 1], st[:, 2]], atol=1e-9)
+    st = np.ascontiguousarray(new_batch(3, OFFICIAL, seed=1).boundary_states())
+    start = np.full(3, np.nan)
+    args = (OFFICIAL.joker_code, OFFICIAL.upper_bonus, OFFICIAL.yahtzee_bonus)
+    _kernels.turn_solutions(V, *args, st, start)
+    np.testing.assert_allclose(start, V[st[:, 0], st[:, 1], st[:, 2]], atol=1e-9)
+    with pytest.raises(ValueError, match="start_values has 2 entries for 3 states"):
+        _kernels.turn_solutions(V, *args, st, np.zeros(2))

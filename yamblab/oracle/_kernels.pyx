@@ -261,18 +261,25 @@ def solve(int joker, bint upper_bonus, bint yahtzee_bonus, int n_threads=0, prog
 
 
 def turn_solutions(const double[:, :, ::1] V, int joker, bint upper_bonus, bint yahtzee_bonus,
-                   const long long[:, ::1] states):
+                   const long long[:, ::1] states, double[::1] start_values=None):
     """Keep values of the two keep decisions of a turn, for many boundary states.
 
     Args:
         V: valuation table (4096, 3, 64) float64 (the oracle table, or any valuation).
         states: int64 (n, 3) of (mask12, ystate, upper).
+        start_values: optional float64 (n,) filled with the value of each turn before its
+            first roll (``Σ_r P(r) · max_k E1[k]``, the pass's last step).
 
     Returns:
         ``(E1, E2)``: float64 arrays (n, 462). ``E1[i, k]`` is the expected points still to
         come (this turn included) after holding keep ``k`` with two rolls left;
         ``E2[i, k]`` the same with one roll left.
+
+    Raises:
+        ValueError: ``start_values`` of another length than ``states``.
     """
+    if start_values is not None and start_values.shape[0] != states.shape[0]:
+        raise ValueError(f"start_values has {start_values.shape[0]} entries for {states.shape[0]} states")
     cdef Py_ssize_t n = states.shape[0], i
     E1 = np.empty((n, 462), dtype=np.float64)
     E2 = np.empty((n, 462), dtype=np.float64)
@@ -293,6 +300,8 @@ def turn_solutions(const double[:, :, ::1] V, int joker, bint upper_bonus, bint 
                 u = <int>states[i, 2] if upper_bonus else 0
                 group_pass(&V[0, 0, 0], <int>states[i, 0], <int>states[i, 1], u, 1, rp,
                            A, B, G, &e2[i, 0], &e1[i, 0], out)
+                if start_values is not None:
+                    start_values[i] = out[0]
     finally:
         free(A)
         free(B)

@@ -105,25 +105,6 @@ def shared_q(box: np.ndarray, hold: np.ndarray, legal45: np.ndarray) -> np.ndarr
     return q
 
 
-def turn_start_values(E1: np.ndarray) -> np.ndarray:
-    """Value of each turn before its first roll from its keep values with two rolls left.
-
-    ``V = Σ_r P(r) · max_{k ⊆ r} E1[k]`` (seed 001's recurrence, the last step of the turn).
-
-    Args:
-        E1: float64 (n, 462) keep values with two rolls left.
-
-    Returns:
-        float64 (n,) expected points still to come, this turn included.
-    """
-    from yamblab.games.dice import P_ROLL, SUB_KEEPS
-
-    sub = np.where(SUB_KEEPS >= 0, SUB_KEEPS, 0)                  # (252, 32); pad with keep 0
-    vals = E1[:, sub]                                             # (n, 252, 32)
-    vals = np.where(SUB_KEEPS[None] >= 0, vals, -np.inf)
-    return vals.max(axis=2) @ P_ROLL
-
-
 class FullTurnSearch:
     """Exact play to the end of the turn against a valuation of boundary states.
 
@@ -184,10 +165,10 @@ class FullTurnSearch:
             self.succ_states[g] = s
             self.succ_values[g] = v
             self.scratch[s[:, 0], s[:, 1], s[:, 2]] = v
-            e1, e2 = _kernels.turn_solutions(self.scratch, *self._args(), np.ascontiguousarray(cur[g:g + 1]))
+            e1, e2 = _kernels.turn_solutions(self.scratch, *self._args(), np.ascontiguousarray(cur[g:g + 1]),
+                                             self.turn_value[g:g + 1])
             self.E1[g] = e1[0]
             self.E2[g] = e2[0]
-        self.turn_value[need] = turn_start_values(self.E1[need])
         self._turn[need] = turn[need]
 
     def action_values(self, batch):

@@ -100,19 +100,20 @@ class YambFullTurnSearch(TurnPlanner):
         Returns:
             ``(owner, column, row, score)`` int64 (k,) each, and the cards left, int16 (k, C, R).
         """
-        owner, col, row, score = [], [], [], []
+        boxes, sizes, score = [], [], []       # one (game, column, row) per open box it may fill
+        open_ = (cards < 0).tolist()
         for bi in range(cards.shape[0]):
             for c, kind in enumerate(self.rules.columns):
-                for rr in column_next_rows(kind, [int(x) < 0 for x in cards[bi, c]]):
+                for rr in column_next_rows(kind, open_[bi][c]):
                     sc = self.row_scores[rr]
-                    owner.append(np.full(sc.size, bi))
-                    col.append(np.full(sc.size, c))
-                    row.append(np.full(sc.size, rr))
+                    boxes.append((bi, c, rr))
+                    sizes.append(sc.size)
                     score.append(sc)
-        if not owner:
+        if not boxes:
             empty = np.zeros(0, np.int64)
             return empty, empty, empty, empty, cards[:0].copy()
-        o, c, rr, sc = (np.concatenate(x).astype(np.int64) for x in (owner, col, row, score))
+        o, c, rr = np.repeat(np.asarray(boxes, np.int64), sizes, axis=0).T
+        sc = np.concatenate(score).astype(np.int64)
         nxt = cards[o].copy()
         nxt[np.arange(o.size), c, rr] = sc
         return o, c, rr, sc, nxt

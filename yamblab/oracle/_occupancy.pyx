@@ -476,25 +476,26 @@ def forward(const double[:, :, ::1] W, const double[:, :, ::1] V, int joker, bin
     return occ, stats.sum(axis=0)
 
 
-cdef inline void best_subkeep_arg(const double* A, double* B, int* I, int L) noexcept nogil:
-    """B[k] = max over sub-keeps k' of k of A[k'], I[k] = the lowest such k' on ties."""
+cdef inline void best_subkeep_arg(const double* A, double* B, double* I, int L) noexcept nogil:
+    """B[k] = max over sub-keeps k' of k of A[k'], I[k] = the lowest such k' on ties.
+
+    The index is carried as a double so that the loop runs on one vector width."""
     cdef int k, f, j, s
-    cdef double v, b
-    cdef int ii, ik
+    cdef double v, b, ii, ik
     cdef bint better
     cdef double* Bk
-    cdef int* Ik
+    cdef double* Ik
     cdef const double* Bs
-    cdef const int* Is
+    cdef const double* Is
     for j in range(L):
         B[j] = A[j]
-        I[j] = 0
+        I[j] = 0.0
     for k in range(1, 462):
         Bk = B + k * L
         Ik = I + k * L
         for j in range(L):
             Bk[j] = A[k * L + j]
-            Ik[j] = k
+            Ik[j] = <double>k
         for f in range(6):
             s = KEEP_SUB_C[k][f]
             if s < 0:
@@ -511,17 +512,70 @@ cdef inline void best_subkeep_arg(const double* A, double* B, int* I, int L) noe
                 Ik[j] = ii if better else ik
 
 
+cdef inline void average_keeps2(double* A, double* B, int L) noexcept nogil:
+    """average_keeps on two tables at once (the same arithmetic, one pass over the keep graph)."""
+    cdef int k, j
+    cdef double* a
+    cdef double* b
+    cdef int i0, i1, i2, i3, i4, i5
+    for k in range(KOFF5 - 1, -1, -1):
+        a = A + k * L
+        b = B + k * L
+        i0 = KEEP_ADD_C[k][0] * L
+        i1 = KEEP_ADD_C[k][1] * L
+        i2 = KEEP_ADD_C[k][2] * L
+        i3 = KEEP_ADD_C[k][3] * L
+        i4 = KEEP_ADD_C[k][4] * L
+        i5 = KEEP_ADD_C[k][5] * L
+        for j in range(L):
+            a[j] = (A[i0 + j] + A[i1 + j] + A[i2 + j] + A[i3 + j] + A[i4 + j] + A[i5 + j]) / 6.0
+        for j in range(L):
+            b[j] = (B[i0 + j] + B[i1 + j] + B[i2 + j] + B[i3 + j] + B[i4 + j] + B[i5 + j]) / 6.0
+
+
 cdef void group_eval(const double* W, double* T, int m12, int ys, int L, RuleParams rp,
-                     double* AW, double* AT, double* BW, int* IB) noexcept nogil:
-    """One turn of the turn-perfect agent of W from (m12, ys), valued by the true rewards + T."""
+                     double* AW, double* AT, double* BW, double* IB, double* GW, double* GT,
+                     double* out) noexcept nogil:
+    """One turn of the turn-perfect agent of W from (m12, ys), valued by the true rewards + T.
+
+    Writes the expected points still to come of lanes 0..L-1 to ``out``. The agent's choices and
+    their W values are computed with exactly the arithmetic of the reference kernel (so ties
+    break the same way); the final average over the first roll is a dot product with P(roll).
+    """
     cdef int open13 = (~mask12_to_13(m12)) & 0x1FFF
-    cdef int r, c, j, k, face, lm, pts, ybon, nu, bonus, base, stage
-    cdef bint jk
-    cdef double wv
+    cdef int r, c, j, k, n, s, face, lm, pts, ybon, nu, bonus, base, stage
+    cdef bint jk, better
+    cdef double wv, tv, p
     cdef double* rw
     cdef double* rt
+    cdef double* gw
+    cdef double* gt
+    cdef const double* Wn
+    cdef const double* Tn
     if ys != 0:
         open13 &= ~(1 << BOX_YAHTZEE)
+    # points + next value of each open upper box, for each count of its face
+    for c in range(6):
+        if not (open13 >> c) & 1:
+            continue
+        Wn = W + ((m12 | (1 << c)) * 3 + ys) * LMAX
+        Tn = T + ((m12 | (1 << c)) * 3 + ys) * LMAX
+        for n in range(6):
+            s = (c + 1) * n
+            gw = GW + (c * 6 + n) * L
+            gt = GT + (c * 6 + n) * L
+            for j in range(L):
+                bonus = 0
+                if rp.upper_bonus:
+                    nu = j + s
+                    if j < 63 and nu >= 63:
+                        bonus = 35
+                    if nu > 63:
+                        nu = 63
+                else:
+                    nu = 0
+                gw[j] = <double>(s + bonus) + Wn[nu]
+                gt[j] = <double>(s + bonus) + Tn[nu]
     for r in range(252):
         face = YFACE[r]
         lm = legal_box_mask(face, ys, open13, rp.joker)
@@ -537,54 +591,57 @@ cdef void group_eval(const double* W, double* T, int m12, int ys, int L, RulePar
                 continue
             pts = box_points(r, c, jk)
             if c < 6:
-                base = ((m12 | (1 << c)) * 3 + ys) * LMAX
+                gw = GW + (c * 6 + pts // (c + 1)) * L
+                gt = GT + (c * 6 + pts // (c + 1)) * L
                 for j in range(L):
-                    bonus = 0
-                    if rp.upper_bonus:
-                        nu = j + pts
-                        if j < 63 and nu >= 63:
-                            bonus = 35
-                        if nu > 63:
-                            nu = 63
-                    else:
-                        nu = 0
-                    wv = <double>(pts + bonus) + W[base + nu]
-                    if wv > rw[j]:
-                        rw[j] = wv
-                        rt[j] = <double>(pts + bonus) + T[base + nu]
+                    better = gw[j] > rw[j]
+                    rw[j] = gw[j] if better else rw[j]
+                    rt[j] = gt[j] if better else rt[j]
             else:
                 if c == BOX_YAHTZEE:
                     base = (m12 * 3 + (2 if pts == 50 else 1)) * LMAX
                 else:
                     base = ((m12 | (1 << (c if c < 12 else 11))) * 3 + ys) * LMAX
+                Wn = W + base
+                Tn = T + base
                 for j in range(L):
-                    wv = <double>pts + W[base + j]
-                    if wv > rw[j]:
-                        rw[j] = wv
-                        rt[j] = <double>pts + T[base + j]
-        for j in range(L):
-            rw[j] += ybon
-            rt[j] += ybon
+                    wv = <double>pts + Wn[j]
+                    tv = <double>pts + Tn[j]
+                    better = wv > rw[j]
+                    rw[j] = wv if better else rw[j]
+                    rt[j] = tv if better else rt[j]
+        if ybon:
+            for j in range(L):
+                rw[j] += ybon
+                rt[j] += ybon
     for stage in range(2):
-        average_keeps(AW, L)
-        average_keeps(AT, L)
+        average_keeps2(AW, AT, L)
         best_subkeep_arg(AW, BW, IB, L)
         for k in range(KOFF5 * L, 462 * L):
             AW[k] = BW[k]
         for r in range(252):
             for j in range(L):
-                AT[(KOFF5 + r) * L + j] = AT[IB[(KOFF5 + r) * L + j] * L + j]
-    average_keeps(AT, L)
+                AT[(KOFF5 + r) * L + j] = AT[(<int>IB[(KOFF5 + r) * L + j]) * L + j]
+    for j in range(L):
+        out[j] = 0.0
+    for r in range(252):
+        p = PROLL[r]
+        rt = AT + (KOFF5 + r) * L
+        for j in range(L):
+            out[j] += p * rt[j]
 
 
 def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtzee_bonus,
              int n_threads=0, progress=None):
     """Exact expected points still to come of the turn-perfect agent of W (seed 003's method).
 
-    The same policy and result as :func:`yamblab.oracle._kernels.evaluate_policy` (ties to the
-    first box in card order and the lowest keep index), about twice as fast: the agent's best
-    keep of each roll is found by the sub-keep recursion of the oracle's pass, carrying the
-    index of the best keep, instead of a scan over every sub-keep of every roll.
+    The same policy as :func:`yamblab.oracle._kernels.evaluate_policy` (ties to the first box in
+    card order and the lowest keep index; the agent's values are computed with the same
+    arithmetic) and the same result up to rounding (1e-12), about twice as fast: the agent's
+    best keep of each roll is found by the sub-keep recursion of the oracle's pass, carrying the
+    index of the best keep, instead of a scan over every sub-keep of every roll; the points and
+    next values of the upper boxes are tabulated once per count of the face; the value before
+    the first roll is a dot product with P(roll).
 
     Args:
         W: float64 (4096, 3, 64) valuation (no NaN where the agent looks).
@@ -607,7 +664,9 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
     cdef double* AW = NULL
     cdef double* AT = NULL
     cdef double* BW = NULL
-    cdef int* IB = NULL
+    cdef double* IB = NULL
+    cdef double* GW = NULL
+    cdef double* GT = NULL
     if n_threads <= 0:
         import os
         n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -619,21 +678,23 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
             AW = <double*> malloc(462 * LMAX * sizeof(double))
             AT = <double*> malloc(462 * LMAX * sizeof(double))
             BW = <double*> malloc(462 * LMAX * sizeof(double))
-            IB = <int*> malloc(462 * LMAX * sizeof(int))
+            IB = <double*> malloc(462 * LMAX * sizeof(double))
+            GW = <double*> malloc(36 * LMAX * sizeof(double))
+            GT = <double*> malloc(36 * LMAX * sizeof(double))
             for i in prange(ng, schedule="dynamic", chunksize=4):
                 m12 = groups[i, 0]
                 ys = groups[i, 1]
                 L = (upper_max(m12) + 1) if upper_bonus else 1
-                group_eval(Wp, T, m12, ys, L, rp, AW, AT, BW, IB)
-                for j in range(L):
-                    T[(m12 * 3 + ys) * LMAX + j] = AT[j]
+                group_eval(Wp, T, m12, ys, L, rp, AW, AT, BW, IB, GW, GT, T + (m12 * 3 + ys) * LMAX)
                 if not upper_bonus:
                     for j in range(1, 64):
-                        T[(m12 * 3 + ys) * LMAX + j] = AT[0]
+                        T[(m12 * 3 + ys) * LMAX + j] = T[(m12 * 3 + ys) * LMAX]
             free(AW)
             free(AT)
             free(BW)
             free(IB)
+            free(GW)
+            free(GT)
         if progress is not None:
             progress(ng)
     return table

@@ -187,12 +187,24 @@ ROW_TITLES = {
     "fit": "least-squares fit (visited states)",
     "fit-stages": "the same fitted per stage",
     "tuned-ramp": "tuned ramp (17 parameters)",
-    "staged-ramp": "richer: staged tuned ramp",
+    "staged-ramp": "staged ramp (per third of the game)",
 }
 
 
-def table_rows(rules, progress: bool = True) -> list[dict]:
-    """Every row of seed 003's table, computed exactly: score, bonus rate, regret, fit error."""
+def table_rows(rules, progress: bool = True, occupancies: dict | None = None) -> list[dict]:
+    """Every row of seed 003's table, computed exactly: score, bonus rate, regret, fit error.
+
+    Args:
+        rules: the variant.
+        progress: show progress bars.
+        occupancies: if given, filled with rule name -> its
+            :class:`~yamblab.oracle.occupancy.Occupancy` (with regrets, for the breakdown plot).
+
+    Returns:
+        one dict per row: ``rule``, ``title``, ``exact_score``, ``upper_bonus_rate`` (None
+        without the bonus), ``regret``, ``regret_by_decision`` (points per game), ``fit_rms``,
+        ``n_params`` and seed 003's figures (official rules only), ``seconds`` (forward pass).
+    """
     from yamblab.oracle import valuations as V
     from yamblab.oracle.occupancy import forward_occupancy
     from yamblab.oracle.table import OracleTable
@@ -206,9 +218,13 @@ def table_rows(rules, progress: bool = True) -> list[dict]:
     for name in names:
         label, W, extra = resolve_valuation(name, rules, table, progress=False)
         t0 = time.perf_counter()
-        occ = forward_occupancy(W, rules, progress=progress)
+        occ = forward_occupancy(W, rules, oracle=table.values, progress=progress)
+        if occupancies is not None:
+            occupancies[name] = occ
         rows.append({"rule": name, "title": ROW_TITLES.get(name, name), "exact_score": occ.expected_score,
-                     "upper_bonus_rate": occ.upper_bonus_rate if rules.upper_bonus else None, "regret": table.new_game_value - occ.expected_score,
+                     "upper_bonus_rate": occ.upper_bonus_rate if rules.upper_bonus else None,
+                     "regret": table.new_game_value - occ.expected_score,
+                     "regret_by_decision": occ.regret_by_decision,
                      "fit_rms": extra.get("fit_rms"), "n_params": extra.get("n_params"),
                      "seed_003": SEED_003.get(name, (None, None))[0] if official else None,
                      "seed_003_bonus": SEED_003.get(name, (None, None))[1] if official else None,
@@ -216,16 +232,83 @@ def table_rows(rules, progress: bool = True) -> list[dict]:
     return rows
 
 
+def _check_png(out: Optional[Path], option: str = "--plot") -> None:
+    if out is None:
+        return
+    if out.is_dir():
+        raise YamblabError(f"{option} {out}: a folder, not a file")
+    if not out.parent.is_dir():
+        raise YamblabError(f"{option} {out}: no folder {out.parent} to write it in")
+    if out.suffix.lower() != ".png":
+        raise YamblabError(f"{option} {out}: the plot is a PNG file; give a name ending in .png")
+
+
+def log_breakdown(occs: dict, rules, tracking_uri: Optional[str], experiment: str, run_name: str,
+                  plot: Optional[Path] = None, params: dict | None = None) -> tuple[str, object]:
+    """Log the exact breakdown of several valuations' agents to MLflow, as one run.
+
+    Logs each label's exact score, regret, regret by decision and by box, and upper-bonus rate
+    as metrics (``<label>.exact_score`` …), the figure of
+    :func:`yamblab.oracle.valuation_plots.breakdown_figure` as the artifact ``breakdown.png``
+    and the numbers as ``breakdown.json``; writes the figure to ``plot`` too if given.
+
+    Returns:
+        ``(run_id, tracker)``.
+    """
+    from yamblab.oracle.valuation_plots import breakdown_figure
+    from yamblab.platform.tracking import DEFAULT_TRACKING_URI, Tracker
+
+    fig = breakdown_figure(occs)
+    if plot is not None:
+        fig.savefig(plot, dpi=110)
+    tracker = Tracker(tracking_uri or DEFAULT_TRACKING_URI, experiment)
+    run_id = tracker.start_run(run_name, params={"rules": rules.name, "valuations": ",".join(occs),
+                                                 **(params or {})})
+    try:
+        numbers = {}
+        for label, occ in occs.items():
+            m = {"exact_score": occ.expected_score, "regret": occ.regret,
+                 **{f"regret.{k.replace(' ', '_')}": v for k, v in occ.regret_by_decision.items()},
+                 **{f"regret_box.{k.replace(' ', '_')}": v for k, v in occ.regret_by_box.items()}}
+            if rules.upper_bonus:
+                m["upper_bonus_rate"] = occ.upper_bonus_rate
+            numbers[label] = m
+            tracker.log_metrics(run_id, {f"{label}.{k}": v for k, v in m.items()}, step=0)
+        tracker.log_text(run_id, json.dumps(numbers, indent=2), "breakdown.json")
+        tracker.log_figure(run_id, fig, "breakdown.png")
+    except Exception:
+        tracker.end_run(run_id, "FAILED")
+        raise
+    tracker.end_run(run_id)
+    return run_id, tracker
+
+
 @app.command("table")
 def table_cmd(
     rules: str = typer.Option("forced", help=RULES_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
+    log: bool = typer.Option(False, "--log", help="Log the rows and the plot of their exact regret by "
+                                                  "decision and by box to MLflow."),
+    plot: Optional[Path] = typer.Option(None, help="Write the plot of exact regret by decision and by box "
+                                                   "of every row here (PNG)."),
+    tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default sqlite:///mlflow.db)."),
+    experiment: str = typer.Option("valuations", help="MLflow experiment (with --log)."),
 ):
     """Seed 003's table of rules of thumb, every figure exact (forward and backward passes)."""
     @_user_errors
     def run():
         r = _rules(rules)
-        rows = table_rows(r, progress=not as_json)
+        _check_png(plot)
+        occs: dict = {}
+        rows = table_rows(r, progress=not as_json, occupancies=occs)
+        if log:
+            run_id, tracker = log_breakdown(occs, r, tracking_uri, experiment, f"table-{r.name}", plot)
+            tracker.log_text(run_id, json.dumps(rows, indent=2), "table.json")
+        elif plot is not None:
+            from yamblab.oracle.valuation_plots import breakdown_figure
+
+            fig = breakdown_figure(occs)
+            fig.savefig(plot, dpi=110)
         if as_json:
             typer.echo(json.dumps(rows, indent=2))
             return
@@ -242,6 +325,54 @@ def table_cmd(
             bonus = "—" if row["upper_bonus_rate"] is None else f"{100 * row['upper_bonus_rate']:5.1f}%"
             typer.echo(f"{row['title']:42s} {row['n_params'] or 0:6d} {row['exact_score']:11.4f} "
                        f"{bonus:>6s} {row['regret']:7.3f} {fit:>7s}   {ref}")
+        if plot is not None:
+            typer.echo(f"plot written to {plot}")
+        if log:
+            typer.echo(f"logged to MLflow: {tracker.ui_command()}")
+    run()
+
+
+@app.command("breakdown")
+def breakdown_cmd(
+    valuation: list[str] = typer.Option(["zero", "average-ramp", "tuned-ramp", "staged-ramp"], "--valuation", "-v",
+                                        help="A valuation to compare (repeat the option): " + VALUATION_HELP),
+    rules: str = typer.Option("forced", help=RULES_HELP),
+    plot: Optional[Path] = typer.Option(None, help="Also write the plot here (PNG)."),
+    tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default sqlite:///mlflow.db)."),
+    experiment: str = typer.Option("valuations", help="MLflow experiment."),
+    as_json: bool = typer.Option(False, "--json", help="Print the numbers as JSON."),
+):
+    """Exact regret by decision and by box of several valuations side by side; the plot goes to MLflow."""
+    @_user_errors
+    def run():
+        from yamblab.oracle.occupancy import forward_occupancy
+        from yamblab.oracle.table import OracleTable
+
+        r = _rules(rules)
+        for spec in valuation:
+            check_valuation_spec(spec)
+        _check_png(plot)
+        table = OracleTable.get(r)
+        occs: dict = {}
+        for spec in valuation:
+            label, W, _ = resolve_valuation(spec, r, table, progress=not as_json)
+            while label in occs:
+                label += "'"
+            occs[label] = forward_occupancy(W, r, oracle=table.values, progress=not as_json)
+        run_id, tracker = log_breakdown(occs, r, tracking_uri, experiment, f"breakdown-{r.name}", plot)
+        if as_json:
+            typer.echo(json.dumps({k: {"exact_score": o.expected_score, "regret": o.regret,
+                                       "regret_by_decision": o.regret_by_decision,
+                                       "regret_by_box": o.regret_by_box} for k, o in occs.items()}, indent=2))
+            return
+        typer.echo(f"{'valuation':24s} {'exact score':>11s} {'regret':>7s} " +
+                   " ".join(f"{d:>11s}" for d in ("first keep", "second keep", "box")))
+        for label, o in occs.items():
+            typer.echo(f"{label:24s} {o.expected_score:11.4f} {o.regret:7.3f} " +
+                       " ".join(f"{x:11.3f}" for x in o.regret_by_decision.values()))
+        if plot is not None:
+            typer.echo(f"plot written to {plot}")
+        typer.echo(f"logged to MLflow (artifact breakdown.png): {tracker.ui_command()}")
     run()
 
 
@@ -253,6 +384,9 @@ def tune_cmd(
     trials: int = typer.Option(200, min=1, max=1_000_000, help="Most exact evaluations."),
     stages: int = typer.Option(0, min=0, max=13, help="Split the start's box values, bonus size and flag "
                                                       "into this many stage bins first (0: keep)."),
+    step: Optional[float] = typer.Option(None, min=0.01, max=100.0,
+                                         help="With --method cd: the first step, points (default 2; halved "
+                                              "after a pass without a gain, down to an eighth of it)."),
     radius: Optional[float] = typer.Option(None, min=0.001, max=1000.0,
                                            help="With --method tpe or cmaes: search ± this many points "
                                                 "around the start (default 3)."),
@@ -274,6 +408,8 @@ def tune_cmd(
             raise V.UnknownVariantError(f"--method: unknown method {method!r}; choose cd, tpe or cmaes")
         if method == "cd" and radius is not None:
             raise YamblabError("--radius is an option of the Optuna methods (--method tpe or cmaes), not of cd")
+        if method != "cd" and step is not None:
+            raise YamblabError("--step is an option of coordinate descent (--method cd), not of the Optuna methods")
         if out is not None and (out.is_dir() or not out.parent.is_dir()):
             raise YamblabError(f"--out {out}: " + ("a folder, not a file" if out.is_dir() else
                                                    f"no folder {out.parent} to write it in"))
@@ -292,7 +428,8 @@ def tune_cmd(
         tracker = Tracker(tracking_uri or DEFAULT_TRACKING_URI, experiment)
         run_id = tracker.start_run(f"{method}-{rule.name}-{rule.n_params}p",
                                    params={"method": method, "start": start, "n_params": rule.n_params,
-                                           "trials": trials, "rules": r.name, "stages": stages})
+                                           "trials": trials, "rules": r.name, "stages": stages,
+                                           "step": step, "radius": radius})
         bar = tqdm(total=trials, desc=f"tuning {rule.name} ({method})", unit="evals")
         best = [-np.inf]
 
@@ -307,7 +444,8 @@ def tune_cmd(
         t0 = time.perf_counter()
         try:
             if method == "cd":
-                res = coordinate_descent(rule, r, max_evals=trials, on_trial=on_trial)
+                first = 2.0 if step is None else step
+                res = coordinate_descent(rule, r, step=first, min_step=first / 8, max_evals=trials, on_trial=on_trial)
             else:
                 res = optuna_search(rule, r, trials=trials, radius=3.0 if radius is None else radius,
                                     sampler=method, on_trial=on_trial)

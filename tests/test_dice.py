@@ -67,3 +67,15 @@ def test_impossible_dice_are_named(bad, msg):
 def test_dice_strings():
     assert D.validate_dice("11346").tolist() == [1, 1, 3, 4, 6]
     assert D.validate_dice("1, 1, 3, 4, 6").tolist() == [1, 1, 3, 4, 6]
+
+
+@pytest.mark.parametrize("n_dice", [5, 6])
+def test_best_sub_keep_on_the_keep_lattice_equals_the_max_over_every_sub_keep(n_dice):
+    from yamblab.games.dice6 import dice_tables
+
+    t = dice_tables(n_dice)
+    v = np.random.default_rng(n_dice).normal(size=(7, t.n_keeps))
+    np.testing.assert_array_equal(t.best_sub_keep(v), v[:, t.sub_keeps].max(axis=2))
+    # a keep worth the most everywhere is the best of every roll that allows it
+    v[:, 0] = 100.0
+    assert (t.best_sub_keep(v) == 100.0).all()

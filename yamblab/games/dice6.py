@@ -66,6 +66,28 @@ class DiceTables:
     def n_keeps(self) -> int:
         return int(self.keeps.shape[0])
 
+    def best_sub_keep(self, values: np.ndarray) -> np.ndarray:
+        """For every roll, the best value over the keeps it allows (its sub-keeps).
+
+        Equal to ``values[:, sub_keeps].max(axis=2)``, computed on the keep lattice instead:
+        the best sub-keep of a keep of m dice is the better of the keep itself and the best
+        sub-keeps of the keeps one die smaller (a pass per keep size, 6 lookups per keep rather
+        than ``2**n_dice`` per roll).
+
+        Args:
+            values: float (B, n_keeps) value of each keep.
+
+        Returns:
+            float (B, n_rolls).
+        """
+        best = np.array(values, dtype=np.float64, copy=True)
+        down = _keep_down(self.n_dice)
+        off = self.keep_offset
+        for m in range(1, self.n_dice + 1):
+            lvl = slice(int(off[m]), int(off[m + 1]))
+            np.maximum(best[:, lvl], best[:, down[lvl]].max(axis=2), out=best[:, lvl])
+        return best[:, int(off[self.n_dice]):]
+
     @property
     def n_holds(self) -> int:
         return 1 << self.n_dice
@@ -92,6 +114,23 @@ class DiceTables:
         if len(h) != 6 or any(c < 0 for c in h) or sum(h) > self.n_dice:
             raise InvalidDiceError(f"keep histogram {h} is not 0..{self.n_dice} dice")
         return _keep_lookup(self.n_dice)[h]
+
+
+@lru_cache(maxsize=None)
+def _keep_down(n_dice: int) -> np.ndarray:
+    """int64 (n_keeps, 6): the keep with one die of face f fewer (the empty keep, a sub-keep
+    of every keep, where there is no such die)."""
+    t = dice_tables(n_dice)
+    index = _keep_lookup(n_dice)
+    down = np.zeros((t.n_keeps, N_FACES), np.int64)
+    for i, k in enumerate(t.keeps):
+        for f in range(N_FACES):
+            if k[f] > 0:
+                kk = [int(c) for c in k]
+                kk[f] -= 1
+                down[i, f] = index[tuple(kk)]
+    down.setflags(write=False)
+    return down
 
 
 @lru_cache(maxsize=None)

@@ -76,7 +76,7 @@ def _turn_dp(rules: YambRules, best: np.ndarray, best_pure: np.ndarray | None = 
         if has_pure:
             kj[:, 0] = vp @ p_empty                     # the empty keep: every die rerolled
         K[:, j] = kj
-        sub = kj[:, t.sub_keeps].max(axis=2)
+        sub = t.best_sub_keep(kj)
         v = np.maximum(best[:, j], sub)
         vp = np.maximum(best_pure[:, j], sub) if has_pure else v
     return K, vp @ p_empty

@@ -179,9 +179,10 @@ def test_tuned_rules_pass_seed_003():
     assert staged.n_params == 47 and staged.bins == 3
     W = staged.table()
     s_staged = expected_score(W)
-    assert s_staged > s_ramp + 0.05
+    assert s_staged > s_ramp + 0.5
+    assert round(s_staged, 4) == 252.3425
     # the forward pass adds up the same score along another road (visit probabilities)
-    assert forward_occupancy(W).expected_score == pytest.approx(s_staged, abs=1e-9)
+    assert forward_occupancy(W).expected_score == pytest.approx(s_staged, abs=1e-7)
 
 
 def _quadratic(target):

@@ -41,7 +41,18 @@ def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp
         logged_models = client.search_logged_models([sw.tracker.experiment_id]) if hasattr(
             client, "search_logged_models") else None
         assert logged_models is None or any(m.source_run_id == child.info.run_id for m in logged_models)
-    assert {"results.txt", "regret_by_arm.png"} <= {a.path for a in client.list_artifacts(parents[0].info.run_id)}
+    assert {"results.txt", "regret_by_arm.png", "results_table.json"} <= {
+        a.path for a in client.list_artifacts(parents[0].info.run_id)}
+    # seeds named apart in every run; per-arm aggregates with intervals on the parent run
+    for child in children:
+        assert child.data.tags["yamblab.training_seed"] == "0"
+        assert child.data.tags["yamblab.evaluation_seed"] == str(base.runtime.eval_seed)
+    assert parents[0].data.tags["yamblab.training_seeds"] == "0"
+    pm = client.get_run(parents[0].info.run_id).data.metrics
+    for r in rows:
+        assert pm[f"{r['arm']}.regret"] == pytest.approx(r["regret"])
+        assert pm[f"{r['arm']}.ci_low"] <= pm[f"{r['arm']}.regret"] <= pm[f"{r['arm']}.ci_high"]
+    assert pm["no-kl.diff_low"] <= pm["no-kl.diff"] <= pm["no-kl.diff_high"]
 
     # resuming a finished sweep reruns nothing
     import optuna
@@ -54,7 +65,60 @@ def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp
     assert [r["regret"] for r in rows2] == [r["regret"] for r in rows]
     assert len(client.search_runs([sw.tracker.experiment_id],
                                   "tags.`yamblab.kind` = 'trial'")) == 2
+    assert "resuming: 2 finished trials kept, 0 to run" in sw2.plan_text
+
+    # an edited spec: baseline unchanged (kept), no-kl dropped, a new arm runs, and it says so
+    edited = spec.model_copy(update={"arms": {"baseline": {}, "no-entropy": {"train.entropy_coef": 0.0}}})
+    sw3 = Sweep(edited, base, tracking_uri=uri, progress=False)
+    rows3 = sw3.run()
+    assert "unchanged, kept: baseline/seed0" in sw3.plan_text
+    assert "new (not run before): no-entropy/seed0" in sw3.plan_text
+    assert "no longer in the spec (kept in the study, left out of the table): no-kl" in sw3.plan_text
+    assert [r["arm"] for r in rows3] == ["baseline", "no-entropy"]
+    assert rows3[0]["regret"] == rows[0]["regret"]          # the baseline was not run again
+    assert len(client.search_runs([sw.tracker.experiment_id], "tags.`yamblab.kind` = 'trial'")) == 3
     del optuna
+
+
+def test_resume_plan_after_an_edited_spec(tmp_path, monkeypatch):
+    """What a resumed grid keeps and runs, from the study alone (no Ray): unchanged arms kept,
+    changed and new arms run, dropped arms named, interrupted trials carried on in their run."""
+    import optuna
+    from yamblab.platform.sweep import Sweep, config_digest
+
+    monkeypatch.chdir(tmp_path)
+    spec, base = load_sweep(ROOT / "experiments" / "test-sweep.yaml")
+    sw = Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", progress=False)
+    study = optuna.create_study(direction="minimize")
+    want = sw._want()
+    def add(arm, state, digest, run_id="r"):
+        study.add_trial(optuna.trial.create_trial(
+            params={}, distributions={}, state=state,
+            value=1.0 if state == optuna.trial.TrialState.COMPLETE else None,
+            user_attrs={"arm": arm, "seed": 0, "config_digest": digest, "mlflow_run_id": run_id,
+                        "per_game_regret": [1.0]}))
+
+    C, F = optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL
+    add("baseline", C, want[("baseline", 0)][1])       # unchanged: kept
+    add("no-kl", C, "0123456789ab")                    # ran with another config: changed
+    add("gone", C, "whatever")                         # no longer in the spec
+    plan = sw.plan(study)
+    assert plan.kept == ["baseline/seed0"] and plan.dropped == ["gone"]
+    assert [(s.key, s.why) for s in plan.slots] == [("no-kl/seed0", "changed")]
+    text = plan.describe(spec.name)
+    assert "changed since they ran (run again): no-kl/seed0" in text and "gone" in text
+
+    # an interrupted trial (its driver killed) carries on in its own MLflow run
+    add("no-kl", optuna.trial.TrialState.RUNNING, want[("no-kl", 0)][1], run_id="run-7")
+    plan = sw.plan(study)
+    assert [(s.key, s.why, s.run_id) for s in plan.slots] == [("no-kl/seed0", "interrupted", "run-7")]
+    assert study.trials[-1].state == F
+    assert "interrupted (carried on from their checkpoints): no-kl/seed0" in plan.describe(spec.name)
+    # the digest ignores the run folder, and sees any change that matters
+    cfg = want[("baseline", 0)][0]
+    moved = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={"run_dir": "/elsewhere"})})
+    assert config_digest(moved) == config_digest(cfg)
+    assert config_digest(cfg.model_copy(update={"train": cfg.train.model_copy(update={"lr": 0.5})})) != config_digest(cfg)
 
 
 def test_bad_sweep_file_is_refused_with_the_key_named(tmp_path):
@@ -165,7 +229,7 @@ def test_sweep_trial_runs_the_training_actors_in_its_cpus(ray_cluster, tiny_conf
     ).remote(cfg, str(tmp_path / "trial"), 1.0)
     try:
         m = ray_cluster.get(actor.iteration.remote())
-        assert m["iteration"] == 1 and np.isfinite(m["eval.regret_mean"])
+        assert m["iteration"] == 1 and m["traffic.weight_loads"] >= 1
         ids = ray_cluster.get(actor.actors.remote())
         table = actor_table()
         mine = [*ids["workers"], ids["learner"], ids["evaluator"], ids["buffer"], ids["oracle"]]
@@ -173,8 +237,12 @@ def test_sweep_trial_runs_the_training_actors_in_its_cpus(ray_cluster, tiny_conf
         # the actors' CPUs (0.5 + 0.25 + 0.25) come out of the trial's bundle, not the cluster's rest
         free = ray_cluster.available_resources().get("CPU", 0.0)
         assert free == pytest.approx(ray_cluster.cluster_resources()["CPU"] - 1.0)
+        out = ray_cluster.get(actor.finish.remote())
+        assert np.isfinite(np.mean(out["per_game_regret"]))
     finally:
         ray_cluster.kill(actor)
         remove_placement_group(pg)
-    with pytest.raises(ConfigError, match="trial declares 1"):
-        TrialRunner(tiny_config, str(tmp_path / "too-big"), 1.0)
+    too_big = apply_overrides(tiny_config, {"runtime.worker_cpus": 1, "runtime.learner_cpus": 0.5,
+                                            "runtime.eval_cpus": 0.5})
+    with pytest.raises(ConfigError, match="the trial offers 1 CPUs"):
+        TrialRunner(too_big, str(tmp_path / "too-big"), 1.0)

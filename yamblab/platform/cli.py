@@ -447,11 +447,24 @@ def train(
 @user_errors
 def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec YAML (experiments/…)."),
-    address: Optional[str] = typer.Option(None, help="Join an existing Ray cluster; default: start a local one."),
-    tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default: sqlite:///mlflow.db here)."),
-    storage: Optional[str] = typer.Option(None, help="Optuna storage: a journal file path or postgresql://…"),
+    address: Optional[str] = typer.Option(None, help="Join an existing Ray cluster (HOST:6379, or auto on "
+                                          "a cluster node); default: start a local one."),
+    tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI: an MLflow server "
+                                               "(http://HOST:5000); default sqlite:///mlflow.db here."),
+    storage: Optional[str] = typer.Option(None, help="Optuna storage: a journal file path (one driver), or "
+                                          "postgresql://USER:PASS@HOST:5432/DB (several sweeps at once)."),
 ):
-    """Run (or resume) an ablation grid or tuning study; print each arm's regret and verdict."""
+    """Run (or resume) an ablation grid or tuning study; print each arm's regret and verdict.
+
+    Rerun the same command to resume: finished trials are kept, trials a killed driver left half done carry on from their checkpoints, and after an edit of the spec the unchanged arms are kept while changed and new arms run (it says which). A trial whose node dies resumes from its checkpoint on another node. The parent MLflow run holds each arm's mean regret with its 95% interval across training seeds and evaluation games, and a comparison plot.
+
+    Laptop: yamblab sweep experiments/ablation-small.yaml (a local Ray cluster, MLflow in mlflow.db, the Optuna journal in .yamblab/sweeps/).
+
+    Ray cluster (ray up infra/ray-cluster.yaml, or ray start --head / ray start --address on each machine, RAY_AUTH_MODE=token with the same token everywhere), on the head: yamblab sweep SPEC --address auto --tracking-uri http://MLFLOW:5000 --storage postgresql://USER:PASS@DB:5432/optuna, from a folder every node mounts (the checkpoints go to runs/ there).
+
+    KubeRay: kubectl apply -f infra/rayjob.yaml (its entrypoint is this command).
+
+    Exact steps for each: infra/README.md."""
     from yamblab.platform.config import load_sweep
     from yamblab.platform.sweep import Sweep
 

@@ -10,8 +10,12 @@ A sweep is an Optuna study whose trials are training runs:
 Trials run in parallel as Ray actors, each within its declared CPUs. The driver is the only
 writer: it reports to Optuna (a journal file locally, PostgreSQL on a cluster) and to MLflow (a
 parent run per sweep, a child run per trial). An interrupted sweep resumes without rerunning
-finished trials. The result is a table of each arm's mean regret per game with a 95% CI and its
-paired difference from the baseline arm on the same evaluation games.
+finished trials: trials are identified by arm, training seed and a digest of their config, so an
+edited spec keeps its unchanged arms and runs its changed and new ones, and a trial left half
+done (a killed driver, a dead node) carries on from its checkpoint in the same MLflow run. The
+result is a table of each arm's mean regret per game with a 95% CI and its paired difference
+from the baseline arm on the same evaluation games, logged with a comparison plot to the
+parent run.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,12 +50,32 @@ class TrialRunner:
         config: the trial's run config (a validated ``RunConfig``, passed whole).
         run_dir: the trial's folder for its checkpoint.
         cpus: the trial's CPUs (its actors' declarations must fit).
+        resume: continue from the checkpoint in ``run_dir`` if there is one (a trial whose node
+            died, or whose driver was killed, carries on from its last finished iteration).
     """
 
-    def __init__(self, config: RunConfig, run_dir: str, cpus: float):
-        from yamblab.platform.runtime import TrainingRun
+    def __init__(self, config: RunConfig, run_dir: str, cpus: float, resume: bool = False):
+        from yamblab.platform.runtime import CHECKPOINT, TrainingRun
 
-        self.run = TrainingRun(config, run_dir, progress=False, cpus=cpus)
+        resume = bool(resume) and (Path(run_dir) / CHECKPOINT).exists()
+        self.run = TrainingRun(config, run_dir, resume=resume, progress=False, cpus=cpus)
+        self.resumed_from = self.run.iteration if resume else None
+        self._weights_bytes: int | None = None
+        self._store = None
+        self._seen_evals = len(getattr(self.run, "evals", []))   # those of the checkpoint are logged
+
+    def info(self) -> dict:
+        """Where the trial runs and how far it is: ``node_id``, ``host``, ``pid``, ``iteration``
+        (0 for a fresh run), ``resumed_from`` (the checkpoint's iteration, or None) and the
+        ``history`` of per-iteration metrics the checkpoint holds."""
+        import os
+        import socket
+
+        import ray
+
+        return {"node_id": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
+                "pid": os.getpid(), "iteration": self.run.iteration, "resumed_from": self.resumed_from,
+                "history": list(self.run.history), "done": self.run.done()}
 
     def actors(self) -> dict:
         """The Ray actor ids of the trial's actors, by role (tests check they exist)."""
@@ -63,13 +86,71 @@ class TrialRunner:
             ids["oracle"] = b.oracle._actor_id.hex()
         return ids
 
+    def _store_created_bytes(self) -> float | None:
+        """Bytes created so far in this node's object store (None where Ray does not say)."""
+        try:
+            import ray
+            from ray._private.internal_api import node_stats
+
+            if self._store is None:
+                me = ray.get_runtime_context().get_node_id()
+                node = next(n for n in ray.nodes() if n["NodeID"] == me)
+                self._store = (node["NodeManagerAddress"], node["NodeManagerPort"])
+            reply = node_stats(*self._store, include_memory_info=False)
+            return float(reply.store_stats.cumulative_created_bytes)
+        except Exception:  # noqa: BLE001 - a private Ray API: the figure is optional
+            return None
+
+    def _weights_size(self) -> int:
+        if self._weights_bytes is None:
+            import ray
+
+            _, refs = self.run.backend.weights()
+            w = refs[0] if isinstance(refs[0], dict) else ray.get(refs[0])
+            self._weights_bytes = int(sum(t.numel() * t.element_size() for t in w.values()))
+        return self._weights_bytes
+
     def iteration(self) -> dict:
         """One self-play + learning iteration (evaluating when the config says so).
 
         Returns:
-            metrics (floats), with ``eval.regret_mean`` on evaluation iterations.
+            metrics (floats), with ``eval.regret_mean`` on evaluation iterations, and the
+            iteration's object-store traffic: ``traffic.weights_mb`` (one published version of
+            the weights), ``traffic.weight_loads`` (how many times the self-play workers loaded
+            weights in this iteration: once each per new version) and
+            ``traffic.store_created_mb`` (everything created in this node's object store during
+            the iteration: weights, self-play samples, the learner's batch, checkpoint state),
+            with ``traffic.workers``.
         """
-        return self.run.step()
+        loads0 = sum(self.run.backend.weight_loads())
+        created0 = self._store_created_bytes()
+        out = dict(self.run.step())
+        out["late_evals"] = self._late_evals(int(out.get("iteration", self.run.iteration)))
+        out["traffic.weight_loads"] = float(sum(self.run.backend.weight_loads()) - loads0)
+        out["traffic.workers"] = float(len(self.run.backend.workers))
+        out["traffic.weights_mb"] = self._weights_size() / 2**20
+        created1 = self._store_created_bytes()
+        if created0 is not None and created1 is not None:
+            out["traffic.store_created_mb"] = (created1 - created0) / 2**20
+        return out
+
+    def _late_evals(self, current: int | None = None) -> list[dict]:
+        """Evaluations that finished since the last call for earlier iterations (evaluations run
+        beside the loop): their ``eval.*`` metrics with ``eval.iteration``, the step they
+        belong to."""
+        evals = getattr(self.run, "evals", [])
+        seen = self._seen_evals
+        self._seen_evals = len(evals)
+        out = []
+        for e in evals[seen:]:
+            it = int(e["iteration"])
+            if it == current:
+                continue                      # already in this iteration's metrics
+            h = next((h for h in self.run.history if h.get("iteration") == it), {})
+            m = {k: v for k, v in h.items() if k.startswith("eval.") and isinstance(v, (int, float))}
+            if m:
+                out.append({**m, "eval.iteration": it})
+        return out
 
     def finish(self) -> dict:
         """Final evaluation if needed, plots and checkpoint.
@@ -85,6 +166,7 @@ class TrialRunner:
             p = Path(f)
             files[p.name] = p.read_bytes()
         out["files"] = files
+        out["late_evals"] = self._late_evals()
         return out
 
 
@@ -184,35 +266,177 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret") -> str:
 
 
 def plot_table(rows: list[dict], baseline: str):
-    """Bar chart of each arm's regret per game with 95% CIs (a matplotlib figure)."""
+    """The arms side by side (a matplotlib figure): left, each arm's mean regret per game with
+    its 95% interval and each training seed's mean as a dot; right, each arm's paired difference
+    from the baseline with its 95% interval (green: clearly better, red: clearly worse)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(rows) + 2), 4))
+    has_diff = any("diff" in r for r in rows)
+    fig, axes = plt.subplots(1, 2 if has_diff else 1, figsize=(max(6, 1.1 * len(rows) + 3) * (1.8 if has_diff else 1), 4.2),
+                             squeeze=False)
+    ax = axes[0][0]
     names = [r["arm"] for r in rows]
+    x = np.arange(len(rows))
     means = np.array([r["regret"] for r in rows])
     err = np.array([[r["regret"] - r["ci_low"] for r in rows], [r["ci_high"] - r["regret"] for r in rows]])
     colors = ["tab:gray" if r["arm"] == baseline else ("tab:red" if r.get("matters") and r["diff"] > 0
               else "tab:green" if r.get("matters") else "tab:blue") for r in rows]
-    ax.bar(names, means, yerr=err, capsize=4, color=colors)
-    ax.set_ylabel("oracle regret per game (points, 95% CI)")
-    ax.set_title("Ablation arms (grey: baseline; green/red: clearly better/worse)")
-    ax.tick_params(axis="x", rotation=30)
+    ax.bar(x, means, yerr=err, capsize=4, color=colors, alpha=0.85)
+    for i, r in enumerate(rows):
+        sm = r.get("seed_means", [])
+        if len(sm) > 1:
+            ax.scatter(np.full(len(sm), i) + np.linspace(-0.15, 0.15, len(sm)), sm, s=14, color="black",
+                       zorder=3, label="one training seed" if i == 0 else None)
+    ax.set_xticks(x, names, rotation=30, ha="right")
+    ax.set_ylabel("regret per game (points, 95% CI)")
+    ax.set_title("Each arm (grey: baseline; dots: training seeds)")
+    if any(len(r.get("seed_means", [])) > 1 for r in rows):
+        ax.legend(loc="best", fontsize=8)
+    if has_diff:
+        ax2 = axes[0][1]
+        d = [r for r in rows if "diff" in r]
+        y = np.arange(len(d))
+        dm = np.array([r["diff"] for r in d])
+        derr = np.array([[r["diff"] - r["diff_low"] for r in d], [r["diff_high"] - r["diff"] for r in d]])
+        dcol = ["tab:red" if r["matters"] and r["diff"] > 0 else "tab:green" if r["matters"] else "tab:blue" for r in d]
+        for i in range(len(d)):
+            ax2.errorbar(dm[i], y[i], xerr=derr[:, i:i + 1], fmt="o", color=dcol[i], capsize=4, lw=2)
+        ax2.axvline(0.0, color="gray", lw=1, ls="--")
+        ax2.set_yticks(y, [r["arm"] for r in d])
+        ax2.invert_yaxis()
+        ax2.set_xlabel(f"paired difference from {baseline} (points per game, 95% CI)")
+        ax2.set_title("Which idea helps (left of 0: better)")
     fig.tight_layout()
     return fig
 
 
 # --------------------------------------------------------------------------- the sweep
+#: attempts a trial gets when its node (or one of its actors) is lost; each attempt after the
+#: first resumes from the trial's last checkpoint
+MAX_ATTEMPTS = 3
+
+
+def config_digest(cfg: RunConfig) -> str:
+    """A short hash of everything in a trial's config that can change its result.
+
+    The run folder and the run's name are left out, so the same arm run from another folder
+    keeps its digest; any other change (the arm's overrides, the sweep's ``overrides``, the
+    base config) gives a new digest, and a resumed sweep runs that arm again.
+    """
+    import hashlib
+
+    d = cfg.model_dump(mode="json")
+    d.pop("name", None)
+    d.get("runtime", {}).pop("run_dir", None)
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _safe(name: str) -> str:
+    """A file- and metric-safe form of an arm name (factor arms contain ``=`` and ``,``)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", name).strip("_") or "arm"
+
+
+def _lost(exc: BaseException) -> bool:
+    """Whether a trial's failure is the cluster's (a node, a worker process or an object was
+    lost) rather than the trial's own (an exception raised by its code)."""
+    import ray.exceptions as rx
+
+    kinds = tuple(k for k in (getattr(rx, n, None) for n in (
+        "RayActorError", "WorkerCrashedError", "NodeDiedError", "ObjectLostError", "OwnerDiedError",
+        "ObjectFetchTimedOutError", "ActorPlacementGroupRemoved", "LocalRayletDiedError",
+        "ActorUnschedulableError", "RaySystemError")) if isinstance(k, type))
+    if isinstance(exc, rx.RayTaskError):
+        cause = getattr(exc, "cause", None)
+        return isinstance(cause, kinds)
+    return isinstance(exc, kinds)
+
+
+def _grid_key(t) -> tuple:
+    """A grid trial's (arm, training seed): user attributes (parameters in older studies)."""
+    return (t.user_attrs.get("arm", t.params.get("arm")), t.user_attrs.get("seed", t.params.get("seed")))
+
+
+@dataclass
+class Slot:
+    """One trial to run (or to carry on) and its state while it runs.
+
+    Attributes:
+        key: ``ARM/seedN`` (grid) or ``trialN`` (tpe); params: the Optuna parameters to enqueue
+            (``{}``: let the sampler choose); why: ``new``, ``changed`` (the arm's config changed
+            since it ran), ``interrupted`` (its driver was killed) or ``failed``.
+        run_dir, run_id: the checkpoint folder and MLflow child run of an earlier attempt.
+    """
+
+    key: str
+    params: dict
+    why: str = "new"
+    run_dir: str | None = None
+    run_id: str | None = None
+    trial: Any = None
+    cfg: Any = None
+    name: str = ""
+    actor: Any = None
+    pg: Any = None
+    it: int = 0
+    logged: int = 0
+    attempts: int = 0
+    nodes: list = field(default_factory=list)
+    last: dict = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    """What a (re)started sweep will do: trials kept, trials to run, arms left out."""
+
+    kept: list[str] = field(default_factory=list)
+    slots: list[Slot] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    fresh_start: bool = True
+
+    def describe(self, name: str) -> str:
+        """The plan in words (printed when a sweep starts, and logged to its parent run)."""
+        if self.fresh_start and not self.kept and not self.dropped and all(s.why == "new" for s in self.slots):
+            return f"sweep {name}: {len(self.slots)} trials to run"
+        lines = [f"sweep {name}: resuming: {len(self.kept)} finished trials kept, {len(self.slots)} to run"]
+        by = {}
+        for s in self.slots:
+            by.setdefault(s.why, []).append(s.key)
+        words = {"interrupted": "interrupted (carried on from their checkpoints)",
+                 "changed": "changed since they ran (run again)", "new": "new (not run before)",
+                 "failed": "failed before (run again, from a checkpoint if they left one)"}
+        for why in ("interrupted", "changed", "new", "failed"):
+            if by.get(why):
+                lines.append(f"  {words[why]}: {', '.join(by[why])}")
+        if self.kept:
+            lines.append(f"  unchanged, kept: {', '.join(self.kept)}")
+        if self.dropped:
+            lines.append(f"  no longer in the spec (kept in the study, left out of the table): "
+                         f"{', '.join(self.dropped)}")
+        return "\n".join(lines)
+
+
 class Sweep:
     """Run (or resume) the sweep described by a validated :class:`SweepConfig`.
+
+    Resuming is by content: a grid trial is identified by its arm, its training seed and the
+    digest of its whole config (:func:`config_digest`), so after an edit of the spec the
+    unchanged arms are kept, changed and new arms run, arms no longer in the spec leave the
+    table, and trials interrupted by a killed driver carry on from their checkpoints (in the same
+    MLflow run). Within a run, a trial whose node dies is started again elsewhere and resumes
+    from its last checkpoint (up to :data:`MAX_ATTEMPTS` attempts); its MLflow run and Optuna
+    trial stay the same, and no iteration is logged twice.
 
     Args:
         spec: the sweep.
         base: the run config every trial starts from.
         tracking_uri: MLflow store (default: the spec's, else SQLite in the working directory).
         ray_address: an existing Ray cluster, else a local one is started.
+        progress: show a progress bar and say what a resumed sweep keeps and runs (on stderr).
     """
 
     def __init__(self, spec: SweepConfig, base: RunConfig, tracking_uri: str | None = None,
@@ -222,6 +446,17 @@ class Sweep:
         self.tracker = Tracker(tracking_uri or spec.tracking_uri, spec.experiment)
         self.ray_address = ray_address
         self.progress = progress
+        self.messages: list[str] = []
+        self.plan_text = ""
+
+    def _say(self, msg: str) -> None:
+        self.messages.append(msg)
+        if self.progress:
+            import sys
+
+            print(msg, file=sys.stderr, flush=True)
+        else:
+            log.info(msg)
 
     # -- optuna
     def _study(self):
@@ -235,6 +470,8 @@ class Sweep:
             path = Path(storage[len("journal:"):])
             path.parent.mkdir(parents=True, exist_ok=True)
             storage = JournalStorage(JournalFileBackend(str(path)))
+        else:   # a database: parallel writers, connections checked before use
+            storage = optuna.storages.RDBStorage(storage, engine_kwargs={"pool_pre_ping": True})
         if self.spec.kind == "tpe":
             sampler = optuna.samplers.TPESampler(seed=self.spec.sampler_seed)
             pruner = (optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1)
@@ -247,41 +484,102 @@ class Sweep:
                                    pruner=pruner, direction="minimize", load_if_exists=True)
 
     def _parent_run(self, study) -> str:
+        tags = {"yamblab.kind": "sweep", "yamblab.code_version": code_version(),
+                "yamblab.sweep": self.spec.name, "yamblab.rules_hash": self.base.rules_obj.digest,
+                "yamblab.training_seeds": ",".join(str(s) for s in self.spec.seeds)
+                if self.spec.kind == "grid" else f"base {self.base.train.seed}",
+                "yamblab.evaluation_seed": self.base.runtime.eval_seed,
+                "yamblab.evaluation_games": self.base.runtime.eval_games}
         rid = study.user_attrs.get("mlflow_parent_run_id")
         if rid:
             try:
                 self.tracker.client.get_run(rid)
+                self.tracker.client.update_run(rid, status="RUNNING")
+                self.tracker.set_tags(rid, tags)
                 return rid
             except Exception:  # noqa: BLE001 - a store that lost the run gets a new parent
                 pass
-        rid = self.tracker.start_run(
-            f"sweep:{self.spec.name}", params={"sweep": self.spec.model_dump(mode="json")},
-            tags={"yamblab.kind": "sweep", "yamblab.code_version": code_version(),
-                  "yamblab.sweep": self.spec.name, "yamblab.rules_hash": self.base.rules_obj.digest})
+        rid = self.tracker.start_run(f"sweep:{self.spec.name}", params={"sweep": self.spec.model_dump(mode="json")},
+                                     tags=tags)
         study.set_user_attr("mlflow_parent_run_id", rid)
         return rid
 
-    def _pending(self, study) -> list[dict]:
-        """Trial parameter sets still to run."""
+    def _want(self) -> dict[tuple[str, int], tuple[RunConfig, str]]:
+        """(arm, seed) -> (its config, its digest), for every trial of a grid spec."""
+        out = {}
+        for arm, ov in self.spec.arm_overrides().items():
+            for seed in self.spec.seeds:
+                cfg = apply_overrides(self.base, {**self.spec.overrides, **ov, "train.seed": seed},
+                                      source=f"sweep {self.spec.name}")
+                out[(arm, seed)] = (cfg, config_digest(cfg))
+        return out
+
+    def plan(self, study) -> Plan:
+        """What to run: trials left running by a killed driver are failed (and carried on from
+        their checkpoints); a grid keeps every finished (arm, seed) whose config is unchanged."""
         import optuna
 
-        done = [t for t in study.trials if t.state in (optuna.trial.TrialState.COMPLETE,
-                                                          optuna.trial.TrialState.PRUNED)]
-        for t in study.trials:  # trials left running by an interrupted driver are failed, then redone
-            if t.state == optuna.trial.TrialState.RUNNING:
-                study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+        TS = optuna.trial.TrialState
+        trials = list(study.trials)
+        plan = Plan(fresh_start=not trials)
+        interrupted = set()
+        for t in trials:  # trials left running by an interrupted driver are failed, then carried on
+            if t.state == TS.RUNNING:
+                study.tell(t.number, state=TS.FAIL)
+                interrupted.add(t.number)
         if self.spec.kind == "grid":
-            have = {(t.params.get("arm"), t.params.get("seed")) for t in done
-                    if t.state == optuna.trial.TrialState.COMPLETE}
-            return [{"arm": a, "seed": s} for a in self.spec.arm_overrides() for s in self.spec.seeds
-                    if (a, s) not in have]
-        return [{} for _ in range(max(0, self.spec.n_trials - len(done)))]
+            want = self._want()
+            done, stale, carry = {}, set(), {}
+            for t in sorted(trials, key=lambda t: t.number):
+                key = _grid_key(t)
+                d = t.user_attrs.get("config_digest")
+                ok = key in want and (d is None or d == want[key][1])
+                if t.state == TS.COMPLETE:
+                    if ok:
+                        done[key] = t
+                    elif key in want:
+                        stale.add(key)
+                    elif key[0] not in self.spec.arm_overrides() and key[0] not in plan.dropped:
+                        plan.dropped.append(str(key[0]))
+                elif ok:   # failed or interrupted with this very config: carry on its run
+                    carry[key] = (t, t.number in interrupted)
+            for (arm, seed), (cfg, digest) in want.items():
+                key = f"{arm}/seed{seed}"
+                if (arm, seed) in done:
+                    plan.kept.append(key)
+                    continue
+                why, run_id = "new", None
+                if (arm, seed) in carry:
+                    t, was_running = carry[(arm, seed)]
+                    why = "interrupted" if was_running else "failed"
+                    run_id = t.user_attrs.get("mlflow_run_id")
+                elif (arm, seed) in stale:
+                    why = "changed"
+                plan.slots.append(Slot(key, {"arm": arm, "seed": seed}, why=why, run_id=run_id))
+        else:
+            n_done = sum(t.state in (TS.COMPLETE, TS.PRUNED) for t in trials)
+            plan.kept = [f"trial{t.number}" for t in trials if t.state in (TS.COMPLETE, TS.PRUNED)]
+            for t in trials:
+                if t.number in interrupted and len(plan.slots) < self.spec.n_trials - n_done:
+                    plan.slots.append(Slot(f"trial{t.number}", dict(t.params), why="interrupted",
+                                           run_dir=t.user_attrs.get("run_dir"),
+                                           run_id=t.user_attrs.get("mlflow_run_id")))
+            while len(plan.slots) < self.spec.n_trials - n_done:
+                plan.slots.append(Slot(f"new{len(plan.slots)}", {}))
+        return plan
+
+    def _pending(self, study) -> list[dict]:
+        """Trial parameter sets still to run (see :meth:`plan`)."""
+        return [s.params for s in self.plan(study).slots]
 
     def _trial_config(self, trial, params: dict) -> tuple[RunConfig, str]:
         if self.spec.kind == "grid":
+            # the arm and seed are the trial's user attributes, not Optuna parameters: an edited
+            # spec changes the list of arms, and a parameter's choices may not change in a study
             arms = self.spec.arm_overrides()
-            arm = trial.suggest_categorical("arm", list(arms))
-            seed = trial.suggest_categorical("seed", list(self.spec.seeds))
+            arm, seed = params["arm"], params["seed"]
+            trial.set_user_attr("arm", arm)
+            trial.set_user_attr("seed", seed)
             overrides = {**self.spec.overrides, **arms[arm], "train.seed": seed}
             name = f"{arm}/seed{seed}"
         else:
@@ -303,81 +601,180 @@ class Sweep:
 
         study = self._study()
         parent = self._parent_run(study)
-        pending = self._pending(study)
+        plan = self.plan(study)
+        self.plan_text = plan.describe(self.spec.name)
+        self._say(self.plan_text)
+        if not plan.fresh_start:
+            n = int(study.user_attrs.get("resumes", 0)) + 1
+            study.set_user_attr("resumes", n)
+            self.tracker.log_text(parent, self.plan_text, f"resumes/resume-{n}.txt")
+            self.tracker.log_text(parent, self.spec.model_dump_json(indent=2), f"resumes/spec-{n}.json")
         started_ray = False
-        if pending:
+        if plan.slots:
             if not ray.is_initialized():
                 from yamblab.actors.cluster import init_ray
 
                 init_ray(self.ray_address)
                 started_ray = True
         try:
-            self._run_trials(study, parent, pending)
+            self._run_trials(study, parent, plan.slots)
         finally:
             if started_ray:
                 ray.shutdown()
         rows = self._results(study, parent)
         return rows
 
-    def _run_trials(self, study, parent: str, pending: list[dict]) -> None:
-        import optuna
-        import ray
+    # -- running trials
+    def _open_trial(self, study, parent: str, slot: Slot) -> None:
+        """Ask Optuna for the slot's trial and give it its config, folder and MLflow run."""
+        if slot.params and self.spec.kind != "grid":
+            study.enqueue_trial(slot.params)
+        trial = study.ask()
+        cfg, name = self._trial_config(trial, slot.params)
+        digest = config_digest(cfg)
+        # relative to the driver's working directory (on a cluster: a shared mount, see infra/README.md)
+        root = Path(cfg.runtime.run_dir).expanduser().absolute() / "sweeps" / _safe(self.spec.name)
+        if self.spec.kind == "grid":
+            run_dir = root / f"{_safe(slot.params['arm'])}-seed{slot.params['seed']}-{digest}"
+        else:
+            run_dir = Path(slot.run_dir) if slot.run_dir else root / f"trial{trial.number}"
+        tags = {"yamblab.kind": "trial", "yamblab.code_version": code_version(),
+                "yamblab.rules_hash": cfg.rules_obj.digest, "yamblab.preset": cfg.model_preset,
+                "yamblab.sweep": self.spec.name, "optuna.trial": trial.number,
+                "yamblab.config_digest": digest, "yamblab.run_dir": str(run_dir)}
+        if self.spec.kind == "grid":
+            tags["yamblab.arm"] = slot.params["arm"]
+        run_id = None
+        if slot.run_id:   # an interrupted trial carries on in its own MLflow run
+            try:
+                self.tracker.client.get_run(slot.run_id)
+                run_id = slot.run_id
+                self.tracker.client.update_run(run_id, status="RUNNING")
+                self.tracker.set_tags(run_id, {**tags, "yamblab.carried_on": "true"})
+                hist = self.tracker.client.get_metric_history(run_id, "iteration")
+                slot.logged = max((int(m.step) for m in hist), default=0)
+            except Exception:  # noqa: BLE001 - a lost run: start a new one
+                run_id = None
+        if run_id is None:
+            run_id = self.tracker.start_run(name, params=cfg.model_dump(mode="json"), parent_run_id=parent,
+                                            tags=tags)
+            self.tracker.log_text(run_id, cfg.to_yaml(), "config.yaml")
+        trial.set_user_attr("mlflow_run_id", run_id)
+        trial.set_user_attr("config_digest", digest)
+        trial.set_user_attr("run_dir", str(run_dir))
+        slot.trial, slot.cfg, slot.name, slot.run_id, slot.run_dir = trial, cfg, name, run_id, str(run_dir)
 
+    def _start_actor(self, slot: Slot):
+        """Start the slot's trial actor in a fresh placement group; returns its ``info`` future."""
+        import ray
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        Actor = ray.remote(num_cpus=0)(TrialRunner)
-        queue = list(pending)
-        groups: dict[Any, Any] = {}
-        active: dict[Any, dict] = {}
+        Actor = ray.remote(num_cpus=0, max_restarts=0)(TrialRunner)
+        slot.pg = placement_group([{"CPU": float(self.spec.trial_cpus)}], strategy="STRICT_PACK")
+        slot.actor = Actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+            slot.pg, placement_group_capture_child_tasks=True)).remote(
+            slot.cfg, slot.run_dir, self.spec.trial_cpus, True)
+        slot.attempts += 1
+        return slot.actor.info.remote()
+
+    def _run_trials(self, study, parent: str, slots: list[Slot]) -> None:
+        import optuna
+        import ray
+
+        queue = list(slots)
+        active: dict[Any, tuple[Slot, str]] = {}
+        iters = self.base.runtime.iterations
         bar = None
         if self.progress and queue:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(queue) * self.base.runtime.iterations, desc=f"sweep {self.spec.name}",
-                       unit="iterations")
+            bar = tqdm(total=len(queue) * iters, desc=f"sweep {self.spec.name}", unit="iterations")
 
-        def launch(params):
-            if params:
-                study.enqueue_trial(params)
-            trial = study.ask()
-            cfg, name = self._trial_config(trial, params)
-            run_id = self.tracker.start_run(
-                name, params=cfg.model_dump(mode="json"), parent_run_id=parent,
-                tags={"yamblab.kind": "trial", "yamblab.code_version": code_version(),
-                      "yamblab.rules_hash": cfg.rules_obj.digest, "yamblab.preset": cfg.model_preset,
-                      "yamblab.sweep": self.spec.name, "optuna.trial": trial.number})
-            trial.set_user_attr("mlflow_run_id", run_id)
-            self.tracker.log_text(run_id, cfg.to_yaml(), "config.yaml")
-            run_dir = Path(cfg.runtime.run_dir) / "sweeps" / self.spec.name / f"trial{trial.number}"
-            pg = placement_group([{"CPU": float(self.spec.trial_cpus)}], strategy="STRICT_PACK")
-            actor = Actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-                pg, placement_group_capture_child_tasks=True)).remote(cfg, str(run_dir), self.spec.trial_cpus)
-            groups[actor] = pg
-            fut = actor.iteration.remote()
-            active[fut] = {"trial": trial, "actor": actor, "it": 1, "run_id": run_id, "cfg": cfg,
-                           "t0": time.perf_counter()}
+        def launch(slot: Slot) -> None:
+            self._open_trial(study, parent, slot)
+            active[self._start_actor(slot)] = (slot, "info")
+
+        def next_step(slot: Slot) -> None:
+            if slot.it < slot.cfg.runtime.iterations:
+                active[slot.actor.iteration.remote()] = (slot, "iteration")
+            else:
+                active[slot.actor.finish.remote()] = (slot, "finish")
+
+        def log_iteration(slot: Slot, metrics: dict) -> None:
+            step = int(metrics.get("iteration", slot.it))
+            if step > slot.logged:     # an iteration is logged once, whatever the attempts
+                self.tracker.log_metrics(slot.run_id, metrics, step=step)
+                slot.logged = step
+                slot.last = dict(metrics)
+                if bar is not None:
+                    bar.update(1)
+
+        def late(slot: Slot, out: dict) -> None:
+            """Log evaluations that finished after their iteration, at their iteration."""
+            for ev in out.pop("late_evals", None) or []:
+                step = int(ev["eval.iteration"])
+                self.tracker.log_metrics(slot.run_id, ev, step=step)
+                v = ev.get("eval.regret_mean")
+                if self.spec.kind == "tpe" and v is not None and math.isfinite(v):
+                    slot.trial.report(float(v), step)
+
+        def close(slot: Slot) -> None:
+            self._release(slot)
+            if queue:
+                launch(queue.pop(0))
 
         while queue and len(active) < self.spec.parallel:
             launch(queue.pop(0))
         while active:
             ready, _ = ray.wait(list(active), num_returns=1)
             fut = ready[0]
-            st = active.pop(fut)
-            trial, actor, run_id = st["trial"], st["actor"], st["run_id"]
+            slot, kind = active.pop(fut)
+            trial, run_id = slot.trial, slot.run_id
             try:
                 out = ray.get(fut)
             except Exception as exc:  # noqa: BLE001 - one failed trial must not stop the sweep
-                log.error("trial %s failed: %s", trial.number, exc)
+                if _lost(exc) and slot.attempts < MAX_ATTEMPTS:
+                    self._say(f"trial {slot.name}: lost its node or an actor ({type(exc).__name__}) at "
+                              f"iteration {slot.it}; starting it again from its last checkpoint "
+                              f"(attempt {slot.attempts + 1} of {MAX_ATTEMPTS})")
+                    self._release(slot)
+                    active[self._start_actor(slot)] = (slot, "info")
+                    continue
+                log.error("trial %s failed: %s", slot.name, exc)
+                self._say(f"trial {slot.name} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 self.tracker.end_run(run_id, "FAILED")
-                self._release(groups, actor)
-                if queue:
-                    launch(queue.pop(0))
+                close(slot)
                 continue
-            if isinstance(out, dict) and "per_game_regret" in out:       # finish() returned
+            if kind == "info":
+                slot.it = int(out["iteration"])
+                slot.nodes.append(out["node_id"])
+                tags = {"yamblab.node": out["node_id"], "yamblab.host": out["host"],
+                        "yamblab.attempts": slot.attempts, "yamblab.nodes": ",".join(n[:12] for n in slot.nodes)}
+                if out["resumed_from"] is not None:
+                    tags["yamblab.resumed_from_iteration"] = out["resumed_from"]
+                    if slot.attempts > 1 or slot.why != "new":
+                        self._say(f"trial {slot.name}: resumed from its checkpoint at iteration {out['resumed_from']}")
+                self.tracker.set_tags(run_id, tags)
+                if bar is not None and slot.attempts == 1:
+                    bar.update(min(slot.logged, slot.it))
+                if out["history"] and not slot.last:
+                    slot.last = dict(out["history"][-1])      # logged by an earlier attempt or driver
+                for m in out["history"]:      # iterations the checkpoint has and MLflow lacks
+                    log_iteration(slot, m)
+                    v = m.get("eval.regret_mean")
+                    if (self.spec.kind == "tpe" and slot.attempts == 1 and v is not None and math.isfinite(v)):
+                        trial.report(float(v), int(m["iteration"]))   # a carried-on trial's new Optuna trial
+                next_step(slot)
+                continue
+            if kind == "finish":
+                late(slot, out)
                 regrets = np.asarray(out["per_game_regret"], dtype=np.float64)
-                self.tracker.log_metrics(run_id, out.get("metrics", {}), step=st["it"])
+                # only what the last iteration's record lacks (a final evaluation), never a value twice
+                extra = {k: v for k, v in out.get("metrics", {}).items() if k not in slot.last}
+                if extra:
+                    self.tracker.log_metrics(run_id, extra, step=slot.it)
                 import tempfile
 
                 with tempfile.TemporaryDirectory(prefix="yamblab-trial-") as tmp:
@@ -391,60 +788,70 @@ class Sweep:
                         self.tracker.log_torch_model(run_id, load_network(ckpt))
                 trial.set_user_attr("per_game_regret", [round(float(x), 6) for x in regrets])
                 trial.set_user_attr("loss", out.get("loss", "regret"))
+                trial.set_user_attr("attempts", slot.attempts)
                 study.tell(trial, float(regrets.mean()))
                 self.tracker.end_run(run_id)
-                self._release(groups, actor)
-                if queue:
-                    launch(queue.pop(0))
+                close(slot)
                 continue
-            self.tracker.log_metrics(run_id, out, step=st["it"])
-            if bar is not None:
-                bar.update(1)
+            slot.it = int(out.get("iteration", slot.it + 1))
+            late(slot, out)
+            log_iteration(slot, out)
             value = out.get("eval.regret_mean")
             if value is not None and self.spec.kind == "tpe" and math.isfinite(value):
-                trial.report(float(value), st["it"])
+                trial.report(float(value), slot.it)
                 if trial.should_prune():
                     study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                     self.tracker.set_tags(run_id, {"yamblab.pruned": "true"})
                     self.tracker.end_run(run_id, "KILLED")
-                    self._release(groups, actor)
                     if bar is not None:
-                        bar.update(self.base.runtime.iterations - st["it"])
-                    if queue:
-                        launch(queue.pop(0))
+                        bar.update(max(0, iters - slot.it))
+                    close(slot)
                     continue
-            if st["it"] < st["cfg"].runtime.iterations:
-                st["it"] += 1
-                active[actor.iteration.remote()] = st
-            else:
-                active[actor.finish.remote()] = st
+            next_step(slot)
         if bar is not None:
             bar.close()
 
     @staticmethod
-    def _release(groups: dict, actor) -> None:
+    def _release(slot: Slot) -> None:
         import ray
         from ray.util.placement_group import remove_placement_group
 
-        ray.kill(actor)
-        pg = groups.pop(actor, None)
-        if pg is not None:
-            remove_placement_group(pg)
+        if slot.actor is not None:
+            try:
+                ray.kill(slot.actor)
+            except Exception:  # noqa: BLE001 - already gone with its node
+                pass
+        if slot.pg is not None:
+            try:
+                remove_placement_group(slot.pg)
+            except Exception:  # noqa: BLE001
+                pass
+        slot.actor = slot.pg = None
 
     def _results(self, study, parent: str) -> list[dict]:
         import optuna
 
         complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE
                     and "per_game_regret" in t.user_attrs]
+        if self.spec.kind == "grid":    # the latest finished trial of each (arm, seed) the spec has now
+            want = self._want()
+            latest: dict[tuple, Any] = {}
+            for t in sorted(complete, key=lambda t: t.number):
+                key = _grid_key(t)
+                d = t.user_attrs.get("config_digest")
+                if key in want and (d is None or d == want[key][1]):
+                    latest[key] = t
+            complete = list(latest.values())
         groups: dict[str, list] = {}
         for t in complete:
-            key = t.params.get("arm") if self.spec.kind == "grid" else f"trial{t.number}"
+            key = _grid_key(t)[0] if self.spec.kind == "grid" else f"trial{t.number}"
             groups.setdefault(key, []).append(t)
         arms = {}
         for key, trials in groups.items():
-            trials = sorted(trials, key=lambda t: (t.params.get("seed", 0), t.number))
+            seed_of = (lambda t: _grid_key(t)[1]) if self.spec.kind == "grid" else (lambda t: t.number)
+            trials = sorted(trials, key=lambda t: (seed_of(t), t.number))
             per_seed = np.stack([np.asarray(t.user_attrs["per_game_regret"]) for t in trials])
-            arms[key] = ArmResult(key, per_seed, [t.params.get("seed", t.number) for t in trials])
+            arms[key] = ArmResult(key, per_seed, [seed_of(t) for t in trials])
         if self.spec.kind == "grid":
             order = [a for a in self.spec.arm_overrides() if a in arms]
             arms = {a: arms[a] for a in order}
@@ -453,16 +860,51 @@ class Sweep:
             best = min(complete, key=lambda t: t.value).number if complete else None
             baseline = f"trial{best}" if best is not None else ""
         rows = summarise(arms, baseline)
+        for r in rows:
+            r["training_seeds"] = [int(x) for x in arms[r["arm"]].seeds]
+            r["evaluation_seed"] = int(self.base.runtime.eval_seed)
         loss = complete[0].user_attrs.get("loss", "regret") if complete else "regret"
         table = format_table(rows, baseline, loss)
+        table += (f"\nTraining seeds (train.seed, one trial each): per arm above; evaluation: the same "
+                  f"{self.base.runtime.eval_games} games on dice seed {self.base.runtime.eval_seed} "
+                  f"(runtime.eval_seed) for every arm.")
         self.table_text = table
         self.baseline = baseline
-        self.tracker.log_text(parent, table, "results.txt")
-        self.tracker.log_text(parent, json.dumps(rows, indent=2), "results.json")
-        if rows:
-            self.tracker.log_figure(parent, plot_table(rows, baseline), "regret_by_arm.png")
-            for i, r in enumerate(rows):
-                self.tracker.log_metrics(parent, {f"regret.{r['arm']}": r["regret"],
-                                                  **({f"diff.{r['arm']}": r["diff"]} if "diff" in r else {})}, step=0)
+        self.log_aggregates(parent, rows, baseline, table)
         self.tracker.end_run(parent)
         return rows
+
+    def log_aggregates(self, parent: str, rows: list[dict], baseline: str, table: str) -> None:
+        """Log the per-arm aggregates to the sweep's parent run, so the MLflow UI answers "which
+        idea helps" without an export: per arm the mean regret per game across training seeds
+        and evaluation games with its 95% interval (``ARM.regret``, ``ARM.ci_low``,
+        ``ARM.ci_high``), the paired difference from the baseline with its interval
+        (``ARM.diff``, ``ARM.diff_low``, ``ARM.diff_high``), the number of seeds and games; the
+        table as text, JSON and an MLflow table (``results_table.json``); and the comparison
+        plot with intervals (``regret_by_arm.png``). A resumed sweep logs them again, one step
+        further on."""
+        self.tracker.log_text(parent, table, "results.txt")
+        self.tracker.log_text(parent, json.dumps(rows, indent=2), "results.json")
+        if not rows:
+            return
+        step = len(self.tracker.client.get_metric_history(parent, "arms"))
+        metrics: dict[str, float] = {"arms": float(len(rows))}
+        for r in rows:
+            a = _safe(r["arm"])
+            metrics.update({f"{a}.regret": r["regret"], f"{a}.ci_low": r["ci_low"], f"{a}.ci_high": r["ci_high"],
+                            f"{a}.seeds": float(r["seeds"]), f"{a}.games": float(r["games"])})
+            if "diff" in r:
+                metrics.update({f"{a}.diff": r["diff"], f"{a}.diff_low": r["diff_low"],
+                                f"{a}.diff_high": r["diff_high"]})
+        self.tracker.log_metrics(parent, metrics, step=step)
+        cols = ["arm", "seeds", "games", "regret", "ci_low", "ci_high", "diff", "diff_low", "diff_high"]
+        data = {c: [r.get(c) if c != "seeds" else r["seeds"] for r in rows] for c in cols}
+        data["verdict"] = [("(baseline)" if r["arm"] == baseline else "") if "diff" not in r else
+                           (("worse" if r["diff_low"] > 0 else "better") if r["matters"] else "no clear difference")
+                           for r in rows]
+        data["training_seeds"] = [",".join(str(x) for x in r.get("training_seeds", [])) for r in rows]
+        try:
+            self.tracker.client.log_table(parent, data=data, artifact_file="results_table.json")
+        except Exception as exc:  # noqa: BLE001 - the text and JSON forms are logged already
+            log.warning("could not log the results as an MLflow table: %s", exc)
+        self.tracker.log_figure(parent, plot_table(rows, baseline), "regret_by_arm.png")

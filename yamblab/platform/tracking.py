@@ -38,6 +38,25 @@ def code_version() -> str:
     return __version__
 
 
+def seed_tags(params: dict) -> dict[str, str]:
+    """Tags that name a run's seeds apart, from its config (``params``, a run config's dump):
+    ``yamblab.training_seed`` (``train.seed``: self-play dice, network initialisation, replay
+    sampling) and ``yamblab.evaluation_seed`` (``runtime.eval_seed``: the dice of the
+    evaluation games, the same for every run so that runs compare on equal luck), with
+    ``yamblab.evaluation_games``. Empty for params that are not a run config."""
+    train, runtime = params.get("train"), params.get("runtime")
+    if not isinstance(train, dict) or not isinstance(runtime, dict):
+        return {}
+    out = {}
+    if "seed" in train:
+        out["yamblab.training_seed"] = str(train["seed"])
+    if "eval_seed" in runtime:
+        out["yamblab.evaluation_seed"] = str(runtime["eval_seed"])
+    if "eval_games" in runtime:
+        out["yamblab.evaluation_games"] = str(runtime["eval_games"])
+    return out
+
+
 class Tracker:
     """Create runs and log to MLflow.
 
@@ -54,9 +73,24 @@ class Tracker:
         self.uri = tracking_uri or DEFAULT_TRACKING_URI
         mlflow.set_tracking_uri(self.uri)
         self.client = MlflowClient(tracking_uri=self.uri)
-        exp = self.client.get_experiment_by_name(experiment)
-        self.experiment_id = exp.experiment_id if exp else self.client.create_experiment(experiment)
+        self.experiment_id = self._experiment_id(experiment)
         self.experiment = experiment
+
+    def _experiment_id(self, name: str) -> str:
+        """The experiment's id, created if missing (two drivers starting at once on one server
+        both find it missing; the second one's create fails and it reads the first one's)."""
+        from mlflow.exceptions import MlflowException
+
+        exp = self.client.get_experiment_by_name(name)
+        if exp is not None:
+            return exp.experiment_id
+        try:
+            return self.client.create_experiment(name)
+        except MlflowException:
+            exp = self.client.get_experiment_by_name(name)
+            if exp is None:
+                raise
+            return exp.experiment_id
 
     def start_run(self, name: str, params: dict | None = None, tags: dict | None = None,
                   parent_run_id: str | None = None) -> str:
@@ -65,7 +99,8 @@ class Tracker:
         Returns:
             the run id.
         """
-        all_tags = {"mlflow.runName": name, **{k: str(v) for k, v in (tags or {}).items()}}
+        all_tags = {"mlflow.runName": name, **seed_tags(params or {}),
+                    **{k: str(v) for k, v in (tags or {}).items()}}
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
         run = self.client.create_run(self.experiment_id, tags=all_tags, run_name=name)
@@ -102,13 +137,16 @@ class Tracker:
             self.client.log_batch(run_id, metrics=items[i:i + 500])
 
     def set_tags(self, run_id: str, tags: dict) -> None:
+        """Set (or overwrite) tags on a run."""
         for k, v in tags.items():
             self.client.set_tag(run_id, k, str(v))
 
     def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
+        """Upload a local file to the run's artifacts."""
         self.client.log_artifact(run_id, str(path), artifact_path)
 
     def log_text(self, run_id: str, text: str, name: str) -> None:
+        """Write ``text`` as the run's artifact ``name``."""
         self.client.log_text(run_id, text, name)
 
     def log_figure(self, run_id: str, fig, name: str) -> None:
@@ -132,8 +170,11 @@ class Tracker:
             log.warning("could not log the network as an MLflow model: %s", exc)
 
     def end_run(self, run_id: str, status: str = "FINISHED") -> None:
+        """Mark the run terminated with ``status`` (FINISHED, FAILED, KILLED)."""
         self.client.set_terminated(run_id, status)
 
     def ui_command(self) -> str:
-        """The command that opens the MLflow UI on this store."""
+        """The command that opens the MLflow UI on this store (for a server: its address)."""
+        if self.uri.startswith(("http://", "https://")):
+            return f"open {self.uri} in a browser (the MLflow server's UI)"
         return f"mlflow ui --backend-store-uri {self.uri}"

@@ -246,3 +246,21 @@ def test_node_and_driver_faults_with_two_sweeps_at_once(stack, tmp_path):
     assert moved and all(node2.node_id[:12] in r.data.tags["yamblab.nodes"] for r in moved)
     assert all(r.data.tags["yamblab.resumed_from_iteration"] in ("1", "2") for r in moved)
     FIGURES["trials_moved_off_the_dead_node"] = len(moved)
+
+
+def test_missing_postgres_is_named_not_a_mystery(monkeypatch):
+    """Without PostgreSQL, and without root to install it, the reason says so (the cluster test
+    skips with it)."""
+    sys.path.insert(0, str(ROOT / "infra"))
+    import localcluster
+
+    monkeypatch.setattr(localcluster.shutil, "which", lambda name: None)
+    monkeypatch.setattr(localcluster.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(localcluster.os, "geteuid", lambda: 1000)
+    with pytest.raises(localcluster.Unavailable, match="not installed"):
+        localcluster.find_postgres(install=False)
+    with pytest.raises(localcluster.Unavailable, match="needs root"):
+        localcluster.find_postgres(install=True)
+    monkeypatch.setattr(localcluster.os, "geteuid", lambda: 0)
+    with pytest.raises(localcluster.Unavailable, match="no apt-get"):
+        localcluster.find_postgres(install=True)

@@ -246,3 +246,14 @@ def test_sweep_trial_runs_the_training_actors_in_its_cpus(ray_cluster, tiny_conf
                                             "runtime.eval_cpus": 0.5})
     with pytest.raises(ConfigError, match="the trial offers 1 CPUs"):
         TrialRunner(too_big, str(tmp_path / "too-big"), 1.0)
+
+
+def test_unreachable_optuna_database_is_named(tmp_path):
+    """A wrong or unreachable storage URL is the user's to fix: one clear error, no traceback."""
+    from yamblab.errors import YamblabError
+    from yamblab.platform.sweep import Sweep
+
+    spec, base = load_sweep(ROOT / "experiments" / "test-sweep.yaml", storage="postgresql://nobody@127.0.0.1:1/none")
+    sw = Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", progress=False)
+    with pytest.raises(YamblabError, match=r"cannot open the Optuna storage postgresql://nobody@127\.0\.0\.1:1/none"):
+        sw._study()

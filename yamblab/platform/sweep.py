@@ -471,7 +471,13 @@ class Sweep:
             path.parent.mkdir(parents=True, exist_ok=True)
             storage = JournalStorage(JournalFileBackend(str(path)))
         else:   # a database: parallel writers, connections checked before use
-            storage = optuna.storages.RDBStorage(storage, engine_kwargs={"pool_pre_ping": True})
+            try:
+                storage = optuna.storages.RDBStorage(storage, engine_kwargs={"pool_pre_ping": True})
+            except Exception as exc:  # noqa: BLE001 - a wrong URL or an unreachable server is the user's to fix
+                from yamblab.errors import YamblabError
+
+                msg = " ".join(str(exc).split())[:300]
+                raise YamblabError(f"cannot open the Optuna storage {self.spec.storage}: {msg}") from None
         if self.spec.kind == "tpe":
             sampler = optuna.samplers.TPESampler(seed=self.spec.sampler_seed)
             pruner = (optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1)

@@ -180,7 +180,7 @@ class Stack:
         self.env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
                     "RAY_USAGE_STATS_ENABLED": "0", "RAY_DEDUP_LOGS": "1"}
         self.env.pop("RAY_ADDRESS", None)
-        self._port_base = 20000 + (secrets.randbelow(400) * 100)
+        self._port_base = 20000 + (secrets.randbelow(120) * 100)   # below the ephemeral ports (32768+)
 
     # ---------------------------------------------------------------- addresses
     @property

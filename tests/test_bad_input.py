@@ -600,8 +600,8 @@ def test_a_tuning_range_is_checked_at_both_ends_and_inside(tmp_path):
 
     spec = tmp_path / "s.yaml"
     workers = {"low": 1, "high": 2, "integer": True}
-    spec.write_text(yaml.safe_dump(_tpe({"runtime.workers": workers})))
-    with pytest.raises(ConfigError, match=r"runtime.workers \(high = 2\).*3 CPUs"):
+    spec.write_text(yaml.safe_dump(_tpe({"runtime.learner_cpus": {"low": 0.25, "high": 2}})))
+    with pytest.raises(ConfigError, match=r"runtime.learner_cpus \(high = 2(\.0)?\).*no CPU for self-play"):
         load_sweep(spec)          # the high end does not fit the trial's CPUs
     spec.write_text(yaml.safe_dump({**_tpe({"runtime.workers": {**workers, "integer": False}}), "trial_cpus": 3}))
     with pytest.raises(ConfigError, match="runtime.workers.*inside"):

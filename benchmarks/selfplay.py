@@ -95,9 +95,7 @@ def main() -> None:
               f"{raw:,.0f} positions/s (same run) -> {total / raw:.2f} s of network work")
     print(f"  ratio network work / self-play time: {raw_seconds / dt:.2f}  (target >= 0.5)")
 
-    from yamblab.learners.learner import Learner as _L
-
-    learner = _L(cfg.model, cfg.train)
+    learner = Learner(cfg.model, cfg.train)
     sub = samples.take(slice(0, min(len(samples), 8 * cfg.train.batch_size)))
     learner.train_iteration(sub, health=False)
     t1 = time.perf_counter()

@@ -69,10 +69,11 @@ def test_boundary_rows_skip_the_transformer_and_the_rest_is_unchanged(batch):
 
 
 def test_replay_ratio_sets_the_optimiser_steps(batch):
-    learner = Learner(HEAD, TrainConfig(replay_ratio=2.5, batch_size=64))
-    assert learner.steps_for(0) == 0
-    assert learner.steps_for(1) == 1
-    assert learner.steps_for(1000) == math.ceil(2.5 * 1000 / 64) == 40
+    cfg = TrainConfig(replay_ratio=2.5, batch_size=64)
+    learner = Learner(HEAD, cfg)
+    assert cfg.steps_for(0) == 0
+    assert cfg.steps_for(1) == 1
+    assert cfg.steps_for(1000) == math.ceil(2.5 * 1000 / 64) == 40
     m = learner.train_iteration(batch.take(slice(0, 128)), health=False)
     assert learner.steps == 2 and m["samples"] == 128 and m["samples_total"] == 128
     assert learner.state_dict()["samples_trained"] == 128

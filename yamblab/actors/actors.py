@@ -173,10 +173,6 @@ class LearnerActor:
         ratio asks); returns metrics (``seconds``: the time this actor was busy)."""
         return self.learner.train_iteration(samples_from_dict(samples))
 
-    def steps_for(self, new_positions: int) -> int:
-        """Optimiser steps that ``new_positions`` new positions pay for (the replay ratio)."""
-        return self.learner.steps_for(new_positions)
-
     def weights(self) -> tuple[int, list]:
         """``(version, [ObjectRef of the EMA state_dict])``, put in the object store once per version."""
         import ray

@@ -8,6 +8,7 @@ zero, and (off by default, never on silently) distillation of oracle values.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -116,6 +117,13 @@ class TrainConfig(BaseModel):
                              "train.replay_ratio: optimiser samples per new self-play position "
                              "(epochs × buffer positions / new positions per iteration gives the same load)")
         return data
+
+    def steps_for(self, new_positions: int) -> int:
+        """Optimiser steps that ``new_positions`` new self-play positions pay for:
+        ``ceil(replay_ratio × new_positions / batch_size)`` (at least 1 when there are any)."""
+        if new_positions <= 0:
+            return 0
+        return max(1, math.ceil(self.replay_ratio * new_positions / self.batch_size))
 
     def bot_share_at(self, iteration: int) -> float:
         """Share of bot games at ``iteration`` (0-based): linear taper to 0."""

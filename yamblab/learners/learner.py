@@ -8,7 +8,6 @@ version number) to self-play workers, which load them with
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -91,17 +90,10 @@ class Learner:
         m.update(gn)
         return m
 
-    def steps_for(self, new_positions: int) -> int:
-        """Optimiser steps that ``new_positions`` new self-play positions pay for:
-        ``ceil(replay_ratio × new_positions / batch_size)`` (at least 1 when there are any)."""
-        if new_positions <= 0:
-            return 0
-        return max(1, math.ceil(self.cfg.replay_ratio * new_positions / self.cfg.batch_size))
-
     def train_iteration(self, samples: SampleBatch, health: bool = True) -> dict[str, float]:
         """One pass over ``samples`` in optimiser steps of ``batch_size`` positions.
 
-        The runtime draws ``steps_for(new positions) × batch_size`` samples uniformly from the
+        The runtime draws ``TrainConfig.steps_for(new positions) × batch_size`` samples uniformly from the
         replay buffer, so one pass makes the configured replay ratio. With phasic policy
         gradient, every ``phasic_every`` calls an auxiliary phase of ``phasic_aux_epochs`` passes
         follows.

@@ -187,9 +187,7 @@ class RayBackend:
     def start_training(self, new_positions: int):
         """Start the learner on ``replay_ratio × new_positions`` samples drawn from the buffer;
         returns the call's reference (None when there is nothing to train on)."""
-        import ray
-
-        steps = ray.get(self.learner.steps_for.remote(new_positions))
+        steps = self.cfg.train.steps_for(new_positions)
         if steps <= 0:
             return None
         return self.learner.train.remote(self.buffer.sample.remote(steps * self.cfg.train.batch_size))
@@ -357,6 +355,8 @@ class TrainingRun:
         loop goes on and are recorded when they finish (``eval.*`` metrics at the iteration
         whose weights they graded).
         """
+        import ray
+
         cfg, rt = self.cfg, self.cfg.runtime
         t0 = time.perf_counter()
         k = self.iteration
@@ -376,7 +376,7 @@ class TrainingRun:
         self.iteration += 1
         t_train = time.perf_counter()
         ref = self.backend.start_training(positions)
-        train = {} if ref is None else self._get(ref)
+        train = {} if ref is None else ray.get(ref)
         t_train = time.perf_counter() - t_train
         self.games_played += n
         metrics = {f"train.{k}": v for k, v in train.items()}
@@ -409,12 +409,6 @@ class TrainingRun:
         if self._checkpoint_due():
             self.checkpoint()
         return metrics
-
-    @staticmethod
-    def _get(ref):
-        import ray
-
-        return ray.get(ref)
 
     # -- evaluations run beside the loop
     def _start_evaluation(self) -> None:

@@ -6,9 +6,12 @@ Runs the same config twice (or more, alternating) for a few iterations each: wit
 self-play positions/s and learner samples/s (each per second of its own busy time: alone in the
 serial loop, side by side in the overlapped one), the machine's busy cores over the timed
 iterations (from ``/proc/stat``; other work on the machine counts too), and the ratio of the
-overlapped loop's iteration rate to the serial one's.
+overlapped loop's iteration rate to the serial one's. ``--learner-threads auto 2`` also times the
+overlapped loop with the learner's torch threads set to 2 (it may then use the core self-play
+leaves idle while it waits for weights).
 
     python benchmarks/overlap.py [--config configs/yahtzee-cpu.yaml] [--iterations 8] [--warmup 2]
+                                 [--learner-threads auto 2]
 """
 
 from __future__ import annotations
@@ -32,13 +35,14 @@ def cpu_times() -> tuple[float, float]:
     return sum(v) - idle, sum(v)
 
 
-def measure(cfg, lag: int, iterations: int, warmup: int) -> dict:
+def measure(cfg, lag: int, iterations: int, warmup: int, threads="auto") -> dict:
     from yamblab.platform.config import apply_overrides
     from yamblab.platform.runtime import TrainingRun
 
     cfg = apply_overrides(cfg, {"runtime.max_policy_lag": lag, "runtime.iterations": 10**6,
                                 "runtime.eval_every": 10**6, "runtime.checkpoint_minutes": 10**4,
-                                "runtime.time_budget_minutes": None}, "benchmark")
+                                "runtime.time_budget_minutes": None, "runtime.learner_threads": threads},
+                          "benchmark")
     with tempfile.TemporaryDirectory() as d:
         run = TrainingRun(cfg, d, tracker=None, progress=False)
         try:
@@ -56,7 +60,7 @@ def measure(cfg, lag: int, iterations: int, warmup: int) -> dict:
     play = sum(m["selfplay.busy_seconds"] for m in ms)
     learn = sum(m.get("train.seconds", 0.0) for m in ms)
     return {
-        "lag": lag, "it_per_min": 60.0 * iterations / wall, "wall": wall,
+        "lag": lag, "threads": res.learner_threads, "it_per_min": 60.0 * iterations / wall, "wall": wall,
         "positions_per_s": sum(m["selfplay.positions"] for m in ms) / max(play, 1e-9),
         "samples_per_s": sum(m.get("train.samples", 0.0) for m in ms) / max(learn, 1e-9),
         "play_busy": play / wall / res.workers, "learn_busy": learn / wall,
@@ -71,6 +75,8 @@ def main() -> None:
     p.add_argument("--iterations", type=int, default=8, help="timed iterations per measurement")
     p.add_argument("--warmup", type=int, default=2, help="untimed iterations first (the buffer fills)")
     p.add_argument("--repeats", type=int, default=1, help="measurements of each loop, alternating")
+    p.add_argument("--learner-threads", nargs="+", default=["auto"],
+                   help="learner torch threads of the overlapped loop: each value is timed (auto: its rounded CPUs)")
     args = p.parse_args()
     from yamblab.actors.cluster import init_ray
     from yamblab.platform.config import load_run_config
@@ -81,18 +87,22 @@ def main() -> None:
     print(f"config {args.config}: {cfg.train.games_per_iteration} games per iteration, replay ratio "
           f"{cfg.train.replay_ratio:g}; {args.iterations} timed iterations after {args.warmup}")
     rows = []
+    threads = [t if t == "auto" else int(t) for t in args.learner_threads]
     for _ in range(args.repeats):
-        for lg in (0, lag):
-            r = measure(cfg, lg, args.iterations, args.warmup)
+        for lg, th in [(0, "auto"), *((lag, t) for t in threads)]:
+            r = measure(cfg, lg, args.iterations, args.warmup, th)
+            r["asked"] = th
             rows.append(r)
             name = "serial    " if lg == 0 else f"overlap {lg} "
+            name += f" learner {r['threads']} thr"
             print(f"  {name} {r['it_per_min']:6.1f} it/min  {r['positions_per_min']:9,.0f} positions/min  "
                   f"self-play {r['positions_per_s']:7,.0f} pos/s (busy {r['play_busy']:.0%})  "
                   f"learner {r['samples_per_s']:7,.0f} samples/s (busy {r['learn_busy']:.0%})  "
                   f"cores busy {r['cores_busy']:.2f} of {r['ncpu']}", flush=True)
     ser = np.mean([r["it_per_min"] for r in rows if r["lag"] == 0])
-    ovl = np.mean([r["it_per_min"] for r in rows if r["lag"] != 0])
-    print(f"overlapped / serial iteration rate: {ovl / ser:.2f}")
+    for th in threads:
+        ovl = np.mean([r["it_per_min"] for r in rows if r["lag"] != 0 and r["asked"] == th])
+        print(f"overlapped (learner threads {th}) / serial iteration rate: {ovl / ser:.2f}")
 
 
 if __name__ == "__main__":

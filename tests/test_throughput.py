@@ -136,3 +136,36 @@ def test_explicit_resources_are_kept_and_overcommitment_is_refused():
     with pytest.raises(ValidationError):
         RuntimeConfig(worker_cpus="many")
     assert np.isclose(resolve_resources(RuntimeConfig(), 2, False).threads(0.75), 1)
+
+
+def test_learner_threads_default_to_its_cpus_and_can_be_raised():
+    assert resolve_resources(RuntimeConfig(), 2, False).learner_threads == 1
+    assert resolve_resources(RuntimeConfig(), 8, False).learner_threads == 3
+    r = resolve_resources(RuntimeConfig(learner_threads=2), 2, False)
+    assert r.learner_threads == 2 and r.learner_cpus == 0.75
+    assert "learner 0.75 CPU (2 threads)" in r.describe()
+    with pytest.raises(ValidationError):
+        RuntimeConfig(learner_threads=0)
+
+
+def test_cosine_learning_rate_schedule():
+    const = TrainConfig(lr=2e-3)
+    assert const.lr_at(0.0) == const.lr_at(0.7) == 2e-3
+    cos = TrainConfig(lr=2e-3, lr_schedule="cosine", lr_final=0.1)
+    assert cos.lr_at(0.0) == pytest.approx(2e-3)
+    assert cos.lr_at(0.5) == pytest.approx(2e-3 * (0.1 + 0.9 * 0.5))
+    assert cos.lr_at(1.0) == pytest.approx(2e-4)
+    assert cos.lr_at(7.0) == pytest.approx(2e-4) and cos.lr_at(-1.0) == pytest.approx(2e-3)
+    lrs = [cos.lr_at(p) for p in np.linspace(0, 1, 11)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+    with pytest.raises(ValidationError):
+        TrainConfig(lr_schedule="step")
+
+
+def test_the_learner_trains_at_the_rate_it_is_given(batch):
+    learner = Learner(HEAD, TrainConfig(batch_size=64, lr=1e-3))
+    m = learner.train_iteration(batch.take(slice(0, 64)), health=False, lr=3e-4)
+    assert m["lr"] == pytest.approx(3e-4)
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(3e-4)
+    with pytest.raises(ValueError, match="finite positive"):
+        learner.set_lr(float("nan"))

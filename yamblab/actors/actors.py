@@ -158,7 +158,8 @@ class LearnerActor:
         from yamblab.learners.learner import Learner
 
         cfg = config
-        _threads(cfg.runtime.learner_cpus)
+        lt = cfg.runtime.learner_threads
+        _threads(cfg.runtime.learner_cpus if lt == "auto" else lt)
         device = "cuda" if torch.cuda.is_available() else "cpu"
         self.learner = Learner(cfg.model, cfg.train, device=device)
         if state is not None:
@@ -168,10 +169,11 @@ class LearnerActor:
     def device(self) -> str:
         return str(self.learner.device)
 
-    def train(self, samples: dict) -> dict:
+    def train(self, samples: dict, lr: float | None = None) -> dict:
         """One iteration: a pass over ``samples`` (drawn from the replay buffer as the replay
-        ratio asks); returns metrics (``seconds``: the time this actor was busy)."""
-        return self.learner.train_iteration(samples_from_dict(samples))
+        ratio asks) at learning rate ``lr`` (the run's schedule; None keeps the current one);
+        returns metrics (``seconds``: the time this actor was busy)."""
+        return self.learner.train_iteration(samples_from_dict(samples), lr=lr)
 
     def weights(self) -> tuple[int, list]:
         """``(version, [ObjectRef of the EMA state_dict])``, put in the object store once per version."""

@@ -43,6 +43,12 @@ class TrainConfig(BaseModel):
         ema_decay: the playing network is ``ema ← decay · ema + (1 − decay) · net`` after
             every optimiser step (seed 000 lost weeks to once per iteration).
         lr, weight_decay, grad_clip: AdamW and gradient-norm clipping.
+        lr_schedule: ``"constant"`` (default) keeps ``lr``; ``"cosine"`` anneals it from
+            ``lr`` to ``lr × lr_final`` along half a cosine over the run (Loshchilov & Hutter
+            2017, SGDR, without restarts): ``lr(p) = lr × (f + (1 − f)(1 + cos πp) / 2)`` at
+            progress ``p ∈ [0, 1]``, the larger of the share of ``runtime.time_budget_minutes``
+            spent and the share of ``runtime.iterations`` done (see :meth:`lr_at`).
+        lr_final: ``f`` above, the last learning rate as a fraction of ``lr``.
         replay_ratio: optimiser samples per new self-play position: each iteration the
             learner takes ``ceil(replay_ratio × new positions / batch_size)`` optimiser steps
             on batches drawn uniformly from the replay buffer, so its cost per iteration is set
@@ -91,6 +97,8 @@ class TrainConfig(BaseModel):
     dirichlet_alpha: float = Field(0.3, gt=0.0, le=100.0)
     ema_decay: float = Field(0.99, ge=0.0, lt=1.0)
     lr: float = Field(1e-3, gt=0.0, le=1.0)
+    lr_schedule: Literal["constant", "cosine"] = "constant"
+    lr_final: float = Field(0.1, ge=0.0, le=1.0)
     weight_decay: float = Field(0.01, ge=0.0, le=1.0)
     grad_clip: float = Field(1.0, gt=0.0, le=1e6)
     replay_ratio: float = Field(4.0, gt=0.0, le=1000.0)
@@ -124,6 +132,14 @@ class TrainConfig(BaseModel):
         if new_positions <= 0:
             return 0
         return max(1, math.ceil(self.replay_ratio * new_positions / self.batch_size))
+
+    def lr_at(self, progress: float) -> float:
+        """The learning rate at ``progress`` (0 at the start of the run, 1 at its end; values
+        outside are clipped), per :attr:`lr_schedule`."""
+        if self.lr_schedule == "constant":
+            return self.lr
+        p = min(1.0, max(0.0, float(progress)))
+        return self.lr * (self.lr_final + (1.0 - self.lr_final) * 0.5 * (1.0 + math.cos(math.pi * p)))
 
     def bot_share_at(self, iteration: int) -> float:
         """Share of bot games at ``iteration`` (0-based): linear taper to 0."""

@@ -90,8 +90,20 @@ class Learner:
         m.update(gn)
         return m
 
-    def train_iteration(self, samples: SampleBatch, health: bool = True) -> dict[str, float]:
-        """One pass over ``samples`` in optimiser steps of ``batch_size`` positions.
+    def set_lr(self, lr: float) -> None:
+        """Set the optimiser's learning rate (the runtime's schedule, :meth:`TrainConfig.lr_at`).
+
+        Raises:
+            ValueError: ``lr`` is not a finite positive number.
+        """
+        if not (np.isfinite(lr) and lr > 0):
+            raise ValueError(f"learning rate must be a finite positive number, got {lr!r}")
+        for g in self.optimizer.param_groups:
+            g["lr"] = float(lr)
+
+    def train_iteration(self, samples: SampleBatch, health: bool = True, lr: float | None = None) -> dict[str, float]:
+        """One pass over ``samples`` in optimiser steps of ``batch_size`` positions, at learning
+        rate ``lr`` when given (else the optimiser's current one).
 
         The runtime draws ``TrainConfig.steps_for(new positions) × batch_size`` samples uniformly from the
         replay buffer, so one pass makes the configured replay ratio. With phasic policy
@@ -100,7 +112,7 @@ class Learner:
 
         Returns:
             mean metrics over the optimiser steps (``total``, ``policy``, ``value``,
-            ``entropy``, ``aux_*``, ``grad_norm*``), plus ``steps``, ``version``,
+            ``entropy``, ``aux_*``, ``grad_norm*``), plus ``steps``, ``version``, ``lr``,
             ``ema_updates``, ``samples`` (positions trained on in this call), ``seconds`` and
             (with ``health``) the activation health metrics.
 
@@ -109,6 +121,8 @@ class Learner:
         """
         if len(samples) == 0:
             raise ValueError("cannot train on an empty sample batch")
+        if lr is not None:
+            self.set_lr(lr)
         t0 = time.perf_counter()
         cfg = self.cfg
         self.net.train()
@@ -145,6 +159,7 @@ class Learner:
         self.samples_trained += trained
         metrics = {k: float(np.mean(v)) for k, v in acc.items()}
         metrics.update(steps=float(self.steps), version=float(self.version),
+                       lr=float(self.optimizer.param_groups[0]["lr"]),
                        ema_updates=float(self.ema.updates), samples=float(trained),
                        samples_total=float(self.samples_trained), seconds=time.perf_counter() - t0)
         if health:

@@ -50,6 +50,9 @@ class RuntimeConfig(BaseModel):
             run may use and whether the cluster has a GPU (see :func:`resolve_resources`; the
             choice is printed when a run starts and logged with it).
         learner_gpus: GPUs the learner asks for: ``"auto"`` takes one when the cluster has one.
+        learner_threads: the learner's torch threads; ``"auto"``: its rounded CPUs (at least
+            one). More threads than CPUs lets a CPU learner use the cores that self-play leaves
+            idle while it waits for weights (Ray does not pin actors to cores).
         replay_positions: size budget of the replay buffer, in positions.
         max_in_flight: self-play tasks each worker gets per iteration's batch of games.
         max_policy_lag: how many iterations' batches of games play ahead of the learner, so
@@ -87,6 +90,7 @@ class RuntimeConfig(BaseModel):
     learner_cpus: _Cpus | Literal["auto"] = "auto"
     eval_cpus: _Cpus | Literal["auto"] = "auto"
     learner_gpus: Literal["auto"] | float = "auto"
+    learner_threads: Annotated[int, Field(ge=1, le=256)] | Literal["auto"] = "auto"
     replay_positions: int = Field(200_000, ge=1, le=1_000_000_000)
     max_in_flight: int = Field(2, ge=1, le=64)
     max_policy_lag: int = Field(1, ge=0, le=16)
@@ -106,6 +110,7 @@ class Resources(BaseModel):
     Attributes:
         workers, worker_cpus, learner_cpus, eval_cpus: as in :class:`RuntimeConfig`.
         learner_gpu: whether the learner takes a GPU.
+        learner_threads: the learner's torch threads.
         cpus: the CPUs the run may use (the cluster's, or a sweep trial's).
     """
 
@@ -116,6 +121,7 @@ class Resources(BaseModel):
     learner_cpus: float
     eval_cpus: float
     learner_gpu: bool
+    learner_threads: int = 1
     cpus: float
 
     @property
@@ -132,8 +138,8 @@ class Resources(BaseModel):
         """One line for the start of a run."""
         return (f"{self.workers} self-play worker{'s' if self.workers != 1 else ''} x {self.worker_cpus:g} CPU "
                 f"({self.threads(self.worker_cpus)} torch thread{'s' if self.threads(self.worker_cpus) != 1 else ''} each), "
-                f"learner {self.learner_cpus:g} CPU ({self.threads(self.learner_cpus)} thread"
-                f"{'s' if self.threads(self.learner_cpus) != 1 else ''}{', GPU' if self.learner_gpu else ''}), "
+                f"learner {self.learner_cpus:g} CPU ({self.learner_threads} thread"
+                f"{'s' if self.learner_threads != 1 else ''}{', GPU' if self.learner_gpu else ''}), "
                 f"evaluator {self.eval_cpus:g} CPU; {self.total:g} of {self.cpus:g} CPUs declared")
 
 
@@ -177,7 +183,8 @@ def resolve_resources(rt: RuntimeConfig, cpus: float, gpu: bool) -> Resources:
     else:
         workers = max(1, int((rest + 1e-9) // 1)) if rest >= 2 else 1
         wc = rest / workers
-    res = Resources(workers=workers, worker_cpus=round(wc, 4), learner_cpus=lr, eval_cpus=ev,
+    threads = Resources.threads(lr) if rt.learner_threads == "auto" else int(rt.learner_threads)
+    res = Resources(workers=workers, worker_cpus=round(wc, 4), learner_cpus=lr, eval_cpus=ev, learner_threads=threads,
                     learner_gpu=gpu if rt.learner_gpus == "auto" else float(rt.learner_gpus) > 0, cpus=cpus)
     if res.total > cpus + 1e-6:
         raise ConfigError(

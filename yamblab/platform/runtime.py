@@ -116,7 +116,7 @@ class RayBackend:
         self.resources = res
         cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
             "workers": res.workers, "worker_cpus": res.worker_cpus, "learner_cpus": res.learner_cpus,
-            "eval_cpus": res.eval_cpus})})
+            "eval_cpus": res.eval_cpus, "learner_threads": res.learner_threads})})
         self.cfg = cfg
         rt = cfg.runtime
         cls = remote_classes(cfg)
@@ -184,13 +184,14 @@ class RayBackend:
         return stats
 
     # -- learning
-    def start_training(self, new_positions: int):
-        """Start the learner on ``replay_ratio × new_positions`` samples drawn from the buffer;
-        returns the call's reference (None when there is nothing to train on)."""
+    def start_training(self, new_positions: int, lr: float | None = None):
+        """Start the learner on ``replay_ratio × new_positions`` samples drawn from the buffer,
+        at learning rate ``lr`` (None: unchanged); returns the call's reference (None when
+        there is nothing to train on)."""
         steps = self.cfg.train.steps_for(new_positions)
         if steps <= 0:
             return None
-        return self.learner.train.remote(self.buffer.sample.remote(steps * self.cfg.train.batch_size))
+        return self.learner.train.remote(self.buffer.sample.remote(steps * self.cfg.train.batch_size), lr)
 
     def buffer_size(self) -> int:
         import ray
@@ -375,7 +376,7 @@ class TrainingRun:
         self._submit(range(k + 1, k + 1 + rt.max_policy_lag), trainings=k)
         self.iteration += 1
         t_train = time.perf_counter()
-        ref = self.backend.start_training(positions)
+        ref = self.backend.start_training(positions, cfg.train.lr_at(self.progress_fraction()))
         train = {} if ref is None else ray.get(ref)
         t_train = time.perf_counter() - t_train
         self.games_played += n
@@ -480,6 +481,16 @@ class TrainingRun:
         }
         self._last_checkpoint = time.time()
         return save_checkpoint(self.run_dir / CHECKPOINT, payload)
+
+    def progress_fraction(self) -> float:
+        """How far the run is, 0 to 1: the larger of the share of ``runtime.iterations`` done
+        and the share of ``runtime.time_budget_minutes`` spent (the learning-rate schedule's
+        clock, :meth:`~yamblab.learners.config.TrainConfig.lr_at`)."""
+        rt = self.cfg.runtime
+        p = self.iteration / max(1, rt.iterations)
+        if rt.time_budget_minutes is not None:
+            p = max(p, self.elapsed / 60.0 / rt.time_budget_minutes)
+        return min(1.0, p)
 
     def done(self) -> bool:
         rt = self.cfg.runtime

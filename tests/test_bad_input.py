@@ -535,7 +535,9 @@ def bad_sweep(draw):
         return _grid(**{key: 1}), [key]
     if kind == "top value":
         key, value = draw(st.sampled_from([("n_trials", 0), ("parallel", 0), ("trial_cpus", -1), ("kind", "zz"),
-                                           ("seeds", []), ("name", ""), ("arms", []), ("baseline_arm", "zz")]))
+                                           ("seeds", []), ("name", ""), ("arms", []), ("baseline_arm", "zz"),
+                                           ("judge", {"zz": "none"}), ("judge", {"b": "zz"}),
+                                           ("judge", {"a": "none"})]))
         return _grid(**{key: value}), [key]
     leaf, bad = draw(st.sampled_from(_leaf_cases(RunConfig)))
     if kind == "arm":
@@ -608,6 +610,23 @@ def test_a_tuning_range_is_checked_at_both_ends_and_inside(tmp_path):
         load_sweep(spec)          # a fractional worker count between the ends
     spec.write_text(yaml.safe_dump({**_tpe({"runtime.workers": workers}), "trial_cpus": 3}))
     load_sweep(spec)
+
+
+def test_an_arm_judged_on_a_mode_its_trials_do_not_grade_is_named(tmp_path):
+    """A grid arm judged on a decision mode that neither its main mode nor runtime.eval_modes
+    grades: one error naming the arm, the mode and the fix (before any trial starts)."""
+    from yamblab.errors import ConfigError
+    from yamblab.platform.config import load_sweep
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump(_grid(judge={"b": "none"})))
+    sp, base = load_sweep(spec)
+    with pytest.raises(ConfigError, match=r"judge\.b: arm 'b' is judged on mode 'none', which its trials do not "
+                                          r"grade.*add runtime\.eval_modes\.none: GAMES to `overrides`"):
+        sp.judge_modes(base)
+    spec.write_text(yaml.safe_dump(_grid(judge={"b": "none"}, overrides={"runtime.eval_modes": {"none": 50}})))
+    sp, base = load_sweep(spec)
+    assert sp.judge_modes(base)["b"] == "none"
 
 
 def test_rule_strings_name_one_joker_rule():

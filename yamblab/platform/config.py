@@ -393,6 +393,13 @@ class SweepConfig(BaseModel):
         storage: Optuna storage: a journal file path (default ``.yamblab/sweeps/NAME.journal``)
             or a database URL (``postgresql://…``).
         tracking_uri, experiment: MLflow store and experiment.
+        judge: grid only: the decision mode each named arm is judged on (``none``: the policy
+            head alone, ``one_step``, ``full_turn``), e.g. ``{no-kl-targets: none}``, so a
+            training idea is compared with the baseline where it acts; an arm not named is
+            judged on its main mode (``runtime.eval_depth``). A mode other than the main one
+            must be graded at every evaluation (``runtime.eval_modes`` in the base config or
+            ``overrides``); the baseline is compared on every mode its arms are judged on.
+            Checked against the trials' configs by :meth:`judge_modes`.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -414,9 +421,12 @@ class SweepConfig(BaseModel):
     storage: str | None = None
     tracking_uri: str | None = None
     experiment: str = "yamblab"
+    judge: dict[str, Literal["none", "one_step", "full_turn"]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> "SweepConfig":
+        if self.judge and self.kind != "grid":
+            raise ValueError("judge: a tpe sweep has no arms to judge (judge is for a grid sweep's arms)")
         if self.kind == "grid":
             if not self.arms and not self.factors:
                 raise ValueError("a grid sweep needs `arms` or `factors`")
@@ -432,6 +442,14 @@ class SweepConfig(BaseModel):
             if self.baseline_arm is not None and self.baseline_arm not in self.arm_overrides():
                 raise ValueError(f"baseline_arm {self.baseline_arm!r} is not one of the arms "
                                  f"({', '.join(self.arm_overrides())})")
+            arms = self.arm_overrides()
+            for arm in self.judge:
+                if arm not in arms:
+                    raise ValueError(f"judge.{arm}: no arm is called {arm!r} (the arms: {', '.join(arms)})")
+            baseline = self.baseline_arm or next(iter(arms))
+            if baseline in self.judge:
+                raise ValueError(f"judge.{baseline}: {baseline!r} is the baseline arm, which is compared on "
+                                 "every mode its arms are judged on; name the arms compared with it")
         elif not self.params:
             raise ValueError("a tpe sweep needs `params` to tune")
         return self
@@ -445,6 +463,49 @@ class SweepConfig(BaseModel):
         for values in itertools.product(*(self.factors[k] for k in keys)):
             name = ",".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, values))
             out[name] = dict(zip(keys, values))
+        return out
+
+    def judge_modes(self, base: RunConfig) -> dict[str, str]:
+        """The decision mode each arm of a grid is judged on, checked against its config.
+
+        Args:
+            base: the run config every trial starts from (``overrides`` are applied here, again).
+
+        Returns:
+            arm name -> mode (``"none"``, ``"one_step"`` or ``"full_turn"``) for every arm, in
+            the spec's order: the ``judge`` entry, else the arm's main mode (its resolved
+            ``eval_depth``); the baseline arm maps to its own main mode. ``{}`` for a tpe sweep.
+
+        Raises:
+            ConfigError: an arm judged on a mode that the arm's or the baseline's trials do not
+                grade (neither their main mode nor in their ``runtime.eval_modes``), naming the
+                arm and the mode.
+        """
+        if self.kind != "grid":
+            return {}
+        arms = self.arm_overrides()
+        baseline = self.baseline_arm or next(iter(arms))
+        cfgs = {a: apply_overrides(base, {**self.overrides, **ov}, source=f"sweep {self.name}: arms.{a}")
+                for a, ov in arms.items()}
+
+        def graded(cfg: RunConfig) -> list[str]:
+            return [cfg.eval_depth, *(m for m in cfg.runtime.eval_modes if m != cfg.eval_depth)]
+
+        out = {}
+        for arm, cfg in cfgs.items():
+            mode = self.judge.get(arm, cfg.eval_depth)
+            for who in dict.fromkeys([arm, baseline]):
+                have = graded(cfgs[who])
+                if mode not in have:
+                    where = f"judge.{arm}" if arm in self.judge else f"arms.{arm}"
+                    whose = "its trials" if who == arm else f"the trials of the baseline arm {who!r}"
+                    raise ConfigError(
+                        f"sweep {self.name}: {where}: arm {arm!r} is judged on mode {mode!r}, which "
+                        f"{whose} do not grade (main mode runtime.eval_depth: {have[0]!r}; "
+                        f"runtime.eval_modes: {', '.join(have[1:]) or 'none'}); add "
+                        f"runtime.eval_modes.{mode}: GAMES to `overrides`, or judge the arm on one of "
+                        f"{', '.join(repr(h) for h in have)}")
+            out[arm] = mode
         return out
 
     def storage_url(self) -> str:

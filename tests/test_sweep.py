@@ -16,15 +16,28 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp_path, monkeypatch):
     from yamblab.platform.sweep import Sweep
 
+    import yaml
+
     monkeypatch.chdir(tmp_path)
-    spec, base = load_sweep(ROOT / "experiments" / "test-sweep.yaml", storage=str(tmp_path / "study.journal"))
+    # the test sweep, its trials graded on two modes (main: full-turn search on 10 games; the
+    # policy head alone on 16), the no-kl arm judged on the policy head alone
+    data = yaml.safe_load((ROOT / "experiments" / "test-sweep.yaml").read_text())
+    data["base"] = str(ROOT / "configs" / "yahtzee-tiny.yaml")
+    data["overrides"]["runtime.eval_modes"] = {"none": 16}
+    data["judge"] = {"no-kl": "none"}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(data))
+    spec, base = load_sweep(tmp_path / "sweep.yaml", storage=str(tmp_path / "study.journal"))
     base = base.model_copy(update={"runtime": base.runtime.model_copy(update={"run_dir": str(tmp_path / "runs")})})
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     sw = Sweep(spec, base, tracking_uri=uri, progress=False)
     rows = sw.run()
-    assert [r["arm"] for r in rows] == ["baseline", "no-kl"]
-    assert all(r["games"] == 10 and np.isfinite(r["regret"]) for r in rows)
+    assert [(r["arm"], r["mode"]) for r in rows] == [("baseline", "none"), ("no-kl", "none")]
+    assert all(r["games"] == 16 and np.isfinite(r["regret"]) for r in rows)
     assert "diff" in rows[1] and rows[1]["diff_low"] <= rows[1]["diff"] <= rows[1]["diff_high"]
+    assert rows[1]["mde"] >= 0 and "mode" in sw.table_text.splitlines()[0] and "mode none:" in sw.table_text
+    for t in sw._study().trials:      # every mode's per-game regrets, for a resumed sweep's table
+        assert t.user_attrs["eval_mode"] == "full_turn"
+        assert {m: len(v) for m, v in t.user_attrs["per_game_regret_modes"].items()} == {"full_turn": 10, "none": 16}
 
     client = sw.tracker.client
     runs = client.search_runs([sw.tracker.experiment_id])
@@ -32,7 +45,7 @@ def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
     assert len(parents) == 1 and len(children) == 2
     for child in children:
-        assert "eval.regret_mean" in child.data.metrics
+        assert "eval.regret_mean" in child.data.metrics and "eval.none.regret_mean" in child.data.metrics
         assert child.data.params["train.kl_targets"] in ("True", "False")
         assert child.data.tags["yamblab.rules_hash"] == base.rules_obj.digest
         names = {a.path for a in client.list_artifacts(child.info.run_id)}
@@ -41,8 +54,15 @@ def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp
         logged_models = client.search_logged_models([sw.tracker.experiment_id]) if hasattr(
             client, "search_logged_models") else None
         assert logged_models is None or any(m.source_run_id == child.info.run_id for m in logged_models)
-    assert {"results.txt", "regret_by_arm.png", "results_table.json"} <= {
-        a.path for a in client.list_artifacts(parents[0].info.run_id)}
+    assert {"results.txt", "regret_by_arm.png", "results_table.json", "curves.json", "curves_full_turn.png",
+            "curves_none.png"} <= {a.path for a in client.list_artifacts(parents[0].info.run_id)}
+    import json
+
+    table = json.loads(Path(client.download_artifacts(parents[0].info.run_id, "results_table.json",
+                                                      str(tmp_path))).read_text())
+    assert "mode" in table["columns"] and "mde" in table["columns"]
+    curves = json.loads(Path(client.download_artifacts(parents[0].info.run_id, "curves.json", str(tmp_path))).read_text())
+    assert set(curves) == {"full_turn", "none"} and set(curves["none"]) == {"baseline", "no-kl"}
     # seeds named apart in every run; per-arm aggregates with intervals on the parent run
     for child in children:
         assert child.data.tags["yamblab.training_seed"] == "0"
@@ -50,9 +70,11 @@ def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp
     assert parents[0].data.tags["yamblab.training_seeds"] == "0"
     pm = client.get_run(parents[0].info.run_id).data.metrics
     for r in rows:
-        assert pm[f"{r['arm']}.regret"] == pytest.approx(r["regret"])
-        assert pm[f"{r['arm']}.ci_low"] <= pm[f"{r['arm']}.regret"] <= pm[f"{r['arm']}.ci_high"]
+        assert pm[f"{r['key']}.regret"] == pytest.approx(r["regret"])
+        assert pm[f"{r['key']}.ci_low"] <= pm[f"{r['key']}.regret"] <= pm[f"{r['key']}.ci_high"]
+    assert rows[0]["key"] == "baseline.none"        # the baseline off its main mode
     assert pm["no-kl.diff_low"] <= pm["no-kl.diff"] <= pm["no-kl.diff_high"]
+    assert pm["no-kl.mde"] == pytest.approx(rows[1]["mde"])
 
     # resuming a finished sweep reruns nothing
     import optuna
@@ -68,7 +90,8 @@ def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp
     assert "resuming: 2 finished trials kept, 0 to run" in sw2.plan_text
 
     # an edited spec: baseline unchanged (kept), no-kl dropped, a new arm runs, and it says so
-    edited = spec.model_copy(update={"arms": {"baseline": {}, "no-entropy": {"train.entropy_coef": 0.0}}})
+    edited = spec.model_copy(update={"arms": {"baseline": {}, "no-entropy": {"train.entropy_coef": 0.0}},
+                                     "judge": {"no-entropy": "none"}})
     sw3 = Sweep(edited, base, tracking_uri=uri, progress=False)
     rows3 = sw3.run()
     assert "unchanged, kept: baseline/seed0" in sw3.plan_text
@@ -179,6 +202,132 @@ def test_seed_spread_widens_the_interval():
     rows = summarise({"base": base, "arm": arm}, "base")
     assert rows[1]["diff_low"] < 0 < rows[1]["diff_high"] and rows[1]["matters"] is False
     assert rows[1]["seed_means"][0] < rows[1]["seed_means"][1]
+
+
+def _judge_spec(tmp_path, **extra):
+    import yaml
+
+    spec = {"name": "judge", "kind": "grid", "base": str(ROOT / "configs" / "yahtzee-tiny.yaml"),
+            "overrides": {"runtime.worker_cpus": 0.5, "runtime.learner_cpus": 0.25, "runtime.eval_cpus": 0.25,
+                          "runtime.eval_modes": {"none": 20}},
+            "arms": {"baseline": {}, "no-kl": {"train.kl_targets": False}, "outcome": {"train.value_target_mix": 0.0}},
+            **extra}
+    path = tmp_path / "judge.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_judge_names_an_arm_and_a_mode_the_trials_grade(tmp_path):
+    """Each arm's mode: named arms must exist, and the mode must be graded by the arm's and the
+    baseline's trials (the main mode or runtime.eval_modes); else one clear error naming both."""
+    from yamblab.platform.sweep import Sweep
+
+    spec, base = load_sweep(_judge_spec(tmp_path, judge={"no-kl": "none"}))
+    assert spec.judge_modes(base) == {"baseline": "full_turn", "no-kl": "none", "outcome": "full_turn"}
+    with pytest.raises(ConfigError, match=r"judge\.nokl: no arm is called 'nokl' \(the arms: baseline, no-kl, outcome\)"):
+        load_sweep(_judge_spec(tmp_path, judge={"nokl": "none"}))
+    with pytest.raises(ConfigError, match=r"judge\.no-kl: Input should be 'none', 'one_step' or 'full_turn'"):
+        load_sweep(_judge_spec(tmp_path, judge={"no-kl": "policy"}))
+    with pytest.raises(ConfigError, match=r"judge\.baseline: 'baseline' is the baseline arm"):
+        load_sweep(_judge_spec(tmp_path, judge={"baseline": "none"}))
+    with pytest.raises(ConfigError, match=r"arm 'no-kl' is judged on mode 'one_step', which its trials do not grade"):
+        spec, base = load_sweep(_judge_spec(tmp_path, judge={"no-kl": "one_step"}))
+        Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", progress=False)
+    # a mode the arm grades but the baseline does not
+    spec, base = load_sweep(_judge_spec(tmp_path, judge={"no-kl": "one_step"},
+                                        arms={"baseline": {}, "no-kl": {"runtime.eval_modes.one_step": 10}}))
+    with pytest.raises(ConfigError, match=r"judge\.no-kl: arm 'no-kl' is judged on mode 'one_step', which the "
+                                          r"trials of the baseline arm 'baseline' do not grade.*runtime\.eval_modes\.one_step"):
+        spec.judge_modes(base)
+    tpe = tmp_path / "tpe.yaml"
+    tpe.write_text(f"name: t\nkind: tpe\nbase: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}\n"
+                   "params: {train.lr: {low: 0.001, high: 0.01}}\njudge: {a: none}\n")
+    with pytest.raises(ConfigError, match="judge: a tpe sweep has no arms to judge"):
+        load_sweep(tpe)
+
+
+def _mode_arms(rng, games_none=2000, games_full=200, seeds=(0, 1), effect_none=0.0, effect_full=2.0):
+    """A baseline and two arms graded on two modes (main: full_turn; none on more games)."""
+    g_full = rng.gamma(2.0, 5.0, size=(len(seeds), games_full))
+    g_none = rng.gamma(2.0, 8.0, size=(len(seeds), games_none))
+    base = ArmResult("base", g_full, list(seeds), mode="full_turn", modes={"none": g_none})
+    noise = lambda shape: rng.normal(0.0, 2.0, size=shape)  # noqa: E731 - paired per-game noise
+    policy = ArmResult("policy-idea", g_full + noise(g_full.shape), list(seeds), mode="full_turn",
+                       modes={"none": g_none + effect_none + noise(g_none.shape)})
+    value = ArmResult("value-idea", g_full + effect_full + noise(g_full.shape), list(seeds), mode="full_turn",
+                      modes={"none": g_none + noise(g_none.shape)})
+    return {"base": base, "policy-idea": policy, "value-idea": value}
+
+
+def test_each_arm_is_judged_on_its_mode_with_its_mde():
+    from yamblab.platform.sweep import minimum_detectable_effect
+
+    rng = np.random.default_rng(1)
+    arms = _mode_arms(rng)
+    rows = summarise(arms, "base", {"policy-idea": "none"})
+    assert [(r["arm"], r["mode"]) for r in rows] == [("base", "none"), ("base", "full_turn"),
+                                                      ("policy-idea", "none"), ("value-idea", "full_turn")]
+    pol, val = rows[2], rows[3]
+    assert pol["games"] == 2000 and val["games"] == 200
+    # no effect, many games: a tight interval around 0 and a small MDE
+    assert pol["diff_low"] < 0 < pol["diff_high"] and pol["matters"] is False
+    assert pol["half_width"] < 0.15 and pol["mde"] < 0.25
+    assert pol["mde"] == pytest.approx(minimum_detectable_effect(pol["half_width"]))
+    from scipy import stats
+
+    z = stats.norm.ppf(0.975)
+    assert minimum_detectable_effect(1.0) == pytest.approx((z + stats.norm.ppf(0.8)) / z)
+    assert val["matters"] is True and val["diff"] == pytest.approx(2.0, abs=0.4)
+    assert rows[0]["key"] == "base.none" and rows[1]["key"] == "base"
+    text = format_table(rows, "base")
+    head = text.splitlines()[0]
+    assert "mode" in head and "MDE" in head
+    assert any(line.startswith("policy-idea") and " none " in line for line in text.splitlines())
+    assert "mode none: paired 95% half-widths policy-idea ±" in text and "all within the ±0.5 target" in text
+    assert "mode full_turn: paired 95% half-widths value-idea ±" in text
+    # one arm short of the target says how far it is
+    few = _mode_arms(np.random.default_rng(2), games_none=20, seeds=(0,))
+    text = format_table(summarise(few, "base", {"policy-idea": "none"}), "base")
+    assert "mode none:" in text and "0 of 1 within the ±0.5 target" in text
+    # the arms' default mode is their main one: the table is the old one plus its columns
+    rows = summarise(arms, "base")
+    assert [(r["arm"], r["mode"]) for r in rows] == [("base", "full_turn"), ("policy-idea", "full_turn"),
+                                                      ("value-idea", "full_turn")]
+    from yamblab.platform.sweep import plot_table
+
+    plot_table(summarise(arms, "base", {"policy-idea": "none"}), "base")
+
+
+def test_mde_shrinks_as_one_over_root_games():
+    rng = np.random.default_rng(3)
+    mdes = []
+    for games in (400, 1600, 6400):
+        base = rng.normal(20.0, 8.0, size=(1, games))
+        arm = base + rng.normal(0.0, 3.0, size=(1, games))
+        mdes.append(summarise({"b": ArmResult("b", base, [0]), "a": ArmResult("a", arm, [0])}, "b")[1]["mde"])
+    assert mdes[0] / mdes[1] == pytest.approx(2.0, rel=0.12)
+    assert mdes[1] / mdes[2] == pytest.approx(2.0, rel=0.12)
+    # six seeds, the two-level bootstrap: the same scaling, within the noise of six seeds' spread
+    rng, mdes, seeds = np.random.default_rng(0), [], list(range(6))
+    for games in (400, 3600):
+        base = rng.normal(20.0, 8.0, size=(6, games))
+        arm = base + rng.normal(0.0, 3.0, size=(6, games))
+        mdes.append(summarise({"b": ArmResult("b", base, seeds), "a": ArmResult("a", arm, seeds)}, "b")[1]["mde"])
+    assert mdes[0] / mdes[1] == pytest.approx(3.0, rel=0.25)
+
+
+def test_arm_curves_overlay_the_arms():
+    from yamblab.platform import plots
+
+    seed = lambda off, ci=True: {"step": [2, 4, 6], "mean": [10 + off, 8 + off, 7 + off],  # noqa: E731
+                                 **({"ci_low": [9, 7, 6], "ci_high": [11, 9, 8]} if ci else {}),
+                                 "positions": [1000, 2000, 3000]}
+    fig = plots.arm_curves({"base": [seed(0), seed(1)], "arm": [seed(2, ci=False)], "one": [seed(3)]}, "none",
+                           baseline="base", judged=["arm"])
+    labels = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+    assert "base (baseline); band: min–max over 2 seeds" in labels
+    assert "one; band: evaluation's 95% CI" in labels and len(fig.axes) == 2
+    plots.close(fig)
 
 
 @pytest.mark.ray

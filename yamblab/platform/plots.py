@@ -116,3 +116,83 @@ def regret_breakdown(by_decision: dict[str, float], by_box: dict[str, float]):
     a2.tick_params(axis="x", rotation=45)
     fig.tight_layout()
     return fig
+
+
+#: what each decision mode means, for titles
+MODE_WORDS = {"none": "the policy head alone", "one_step": "one-step search", "full_turn": "full-turn search"}
+
+
+def _align(seeds: list[dict], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, values (seeds, steps) with NaN where a seed has no evaluation) of one arm."""
+    steps = np.array(sorted({int(k) for c in seeds for k in c["step"]}), dtype=np.int64)
+    vals = np.full((len(seeds), len(steps)), np.nan)
+    for i, c in enumerate(seeds):
+        if name not in c:
+            continue
+        where = np.searchsorted(steps, np.asarray(c["step"], dtype=np.int64))
+        vals[i, where] = np.asarray(c[name], dtype=np.float64)
+    return steps, vals
+
+
+def arm_curves(curves: dict[str, list[dict]], mode: str, loss: str = "regret", baseline: str | None = None,
+               judged: list[str] | None = None):
+    """The arms' learning curves in one decision mode, overlaid: for each arm the mean over its
+    training seeds of each evaluation's loss per game, against training iterations and (where
+    every seed logged them) against the self-play positions behind the evaluation.
+
+    The band around each arm's curve is the min–max over its training seeds when it has
+    several, else the evaluation's 95% CI over its games (the legend says which).
+
+    Args:
+        curves: arm -> one dict per training seed, each with ``step`` (iterations, ints),
+            ``mean`` (loss per game, points) and optionally ``ci_low``/``ci_high`` (the
+            evaluation's 95% CI, points) and ``positions`` (self-play positions), lists of
+            equal length.
+        mode: the decision mode (``"none"``, ``"one_step"``, ``"full_turn"``), for the title.
+        loss: ``"regret"`` (exact, 0 = optimal play) or what else each number is (a Yamb card
+            without an oracle: ``"points below heuristic"``).
+        baseline: the baseline arm (drawn in black).
+        judged: the arms judged on this mode (solid lines; the others, graded on it but judged
+            on another mode, dashed). None: all solid.
+    """
+    plt = _plt()
+    with_pos = bool(curves) and all("positions" in c for cs in curves.values() for c in cs)
+    fig, axes = plt.subplots(1, 2 if with_pos else 1, figsize=(12 if with_pos else 7, 4.4), squeeze=False)
+    axes = axes[0]
+    colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 4)
+    for arm, seeds in curves.items():
+        steps, vals = _align(seeds, "mean")
+        with np.errstate(all="ignore"):
+            m = np.nanmean(vals, axis=0)
+            if len(seeds) > 1:
+                lo, hi = np.nanmin(vals, axis=0), np.nanmax(vals, axis=0)
+                band = f"min–max over {len(seeds)} seeds"
+            else:
+                lo, hi = _align(seeds, "ci_low")[1][0], _align(seeds, "ci_high")[1][0]
+                band = "evaluation's 95% CI"
+        color = "black" if arm == baseline else next(colors)
+        style = "-" if judged is None or arm == baseline or arm in judged else "--"
+        xs = [steps.astype(np.float64)]
+        if with_pos:
+            xs.append(np.nanmean(_align(seeds, "positions")[1], axis=0) / 1e6)
+        for ax, x in zip(axes, xs):
+            ax.plot(x, m, "o" + style, color=color, ms=3.5, lw=1.6,
+                    label=f"{arm}{' (baseline)' if arm == baseline else ''}; band: {band}")
+            if np.isfinite(lo).any():
+                ax.fill_between(x, lo, hi, color=color, alpha=0.15)
+    labels = ["training iterations", "self-play positions (millions, mean over seeds)"]
+    for ax, label in zip(axes, labels):
+        ax.set_xlabel(label)
+        if loss == "regret":
+            ax.set_ylabel("oracle regret per game (points)")
+            ax.set_ylim(bottom=0)
+        else:
+            ax.set_ylabel(f"{loss} per game (points)")
+            ax.axhline(0.0, color="gray", lw=1)
+        ax.grid(alpha=0.3)
+    axes[-1].legend(loc="best", fontsize=7)
+    tail = "" if judged is None else "; solid: arms judged on this mode, dashed: judged on another"
+    fig.suptitle(f"Learning curves, {MODE_WORDS.get(mode, mode)} ({mode}): mean over training seeds, "
+                 f"lower is better{tail}", fontsize=10)
+    fig.tight_layout()
+    return fig

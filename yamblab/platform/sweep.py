@@ -156,8 +156,10 @@ class TrialRunner:
         """Final evaluation if needed, plots and checkpoint.
 
         Returns:
-            ``{"per_game_regret": list, "scores": list, "metrics": dict,
-            "files": {name: bytes}}`` (file contents travel to the driver, which logs them).
+            ``{"per_game_regret": list, "loss": str, "modes": {mode: {"per_game_regret": list,
+            "loss": str}}, "scores": list, "metrics": dict, "files": {name: bytes}}``: the last
+            evaluation's per-game losses in the main mode and in each of ``runtime.eval_modes``
+            (file contents travel to the driver, which logs them).
         """
         self.run.run()   # evaluates the last iteration if it was not an evaluation iteration
         out = self.run.finish()
@@ -173,14 +175,66 @@ class TrialRunner:
 @dataclass
 class ArmResult:
     """Evaluation regrets of one arm: float64 (seeds, games) points per game, one row per
-    training seed (in seed order), one column per evaluation game (the same dice for every arm)."""
+    training seed (in seed order), one column per evaluation game (the same dice for every arm).
+
+    Attributes:
+        arm: the arm's name.
+        per_seed_game: the main mode's (seeds, games) array.
+        seeds: the training seeds, one per row.
+        mode: the decision mode ``per_seed_game`` was played in (``"none"``, ``"one_step"``,
+            ``"full_turn"``; None where unknown).
+        modes: further modes' (seeds, games) arrays, by mode; their games are the first games
+            of the same dice (a mode may be graded on more or fewer games than the main one).
+    """
 
     arm: str
     per_seed_game: np.ndarray
     seeds: list[int] = field(default_factory=list)
+    mode: str | None = None
+    modes: dict[str, np.ndarray] = field(default_factory=dict)
 
-    def table(self) -> np.ndarray:
-        return np.atleast_2d(np.asarray(self.per_seed_game, dtype=np.float64))
+    def graded(self) -> list[str | None]:
+        """The modes this arm was graded on: its main mode first."""
+        return [self.mode, *(m for m in self.modes if m != self.mode)]
+
+    def table(self, mode: str | None = None) -> np.ndarray:
+        """The (seeds, games) float64 array of ``mode`` (default: the main mode).
+
+        Raises:
+            KeyError: the arm was not graded on ``mode``.
+        """
+        x = self.per_seed_game if mode is None or mode == self.mode else self.modes[mode]
+        return np.atleast_2d(np.asarray(x, dtype=np.float64))
+
+
+#: the paired interval's target half-width (points per game): a difference of this size between
+#: two training ideas is what the ablation should resolve
+TARGET_HALF_WIDTH = 0.5
+
+
+def minimum_detectable_effect(half_width: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest true paired difference a two-sided test at level ``alpha`` detects with
+    probability ``power``, from the half-width of the difference's ``1 - alpha`` interval.
+
+    The standard power formula for a normal (z) test of a mean difference gives
+    ``MDE = (z_{1-alpha/2} + z_{power}) * SE`` (Bloom, "Minimum detectable effects", Evaluation
+    Review 19(5), 1995; Cohen, *Statistical Power Analysis for the Behavioral Sciences*, 1988,
+    ch. 2), and the interval's half-width is ``z_{1-alpha/2} * SE``, so
+    ``MDE = (z_{1-alpha/2} + z_{power}) / z_{1-alpha/2} * half_width``: about 1.43 × the
+    half-width at 5% and 80%. With a bootstrap or Student-t interval the half-width stands in
+    for ``z * SE`` (the normal approximation).
+
+    Args:
+        half_width: half the width of the paired difference's interval (points per game, >= 0).
+        alpha: the test's two-sided level (0 < alpha < 1).
+        power: the probability of detecting a true difference of the MDE (0 < power < 1).
+
+    Returns:
+        the MDE in the units of ``half_width`` (points per game).
+    """
+    za = float(stats.norm.ppf(1.0 - alpha / 2.0))
+    zb = float(stats.norm.ppf(power))
+    return (za + zb) / za * float(half_width)
 
 
 def _interval(samples: np.ndarray, n_boot: int = 4000, seed: int = 0) -> tuple[float, float]:
@@ -208,51 +262,129 @@ def _interval(samples: np.ndarray, n_boot: int = 4000, seed: int = 0) -> tuple[f
     return float(lo), float(hi)
 
 
-def summarise(arms: dict[str, ArmResult], baseline: str) -> list[dict]:
-    """Per arm: mean regret per game with 95% CI, and the paired difference from the baseline.
+def _paired(a: ArmResult, b: ArmResult, mode: str | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The two arms' arrays on ``mode``, paired by training seed and evaluation game: the seeds
+    both have (rows in seed order) and the first games both have (the same dice). None when
+    either was not graded on ``mode`` or they share no seed."""
+    try:
+        x, y = a.table(mode), b.table(mode)
+    except KeyError:
+        return None
+    if a.seeds and b.seeds and len(a.seeds) == len(x) and len(b.seeds) == len(y):
+        common = [s for s in a.seeds if s in b.seeds]
+        if not common:
+            return None
+        x = x[[a.seeds.index(s) for s in common]]
+        y = y[[b.seeds.index(s) for s in common]]
+    elif x.shape[0] != y.shape[0]:
+        return None
+    n = min(x.shape[1], y.shape[1])
+    return x[:, :n], y[:, :n]
+
+
+def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] | None = None) -> list[dict]:
+    """Per arm: mean regret per game with 95% CI, and the paired difference from the baseline
+    on the decision mode the arm is judged on, with its minimum detectable effect.
 
     The difference of arm A from baseline B is paired by evaluation game (same dice) and by
-    training seed: ``regret_A(s, g) - regret_B(s, g)``. Its 95% interval is a Student t over the
-    games with one seed, and a two-level bootstrap over seeds and games with several
-    (:func:`_interval`); the arm "matters" when the interval excludes 0.
+    training seed: ``regret_A(s, g) - regret_B(s, g)``, both played in A's mode. Its 95%
+    interval is a Student t over the games with one seed, and a two-level bootstrap over seeds
+    and games with several (:func:`_interval`); the arm "matters" when the interval excludes 0.
+    Its MDE (:func:`minimum_detectable_effect`) is the smallest true difference that interval's
+    test would detect with 80% power.
+
+    Args:
+        arms: arm name -> its results (the baseline among them), in table order.
+        baseline: the arm the others are compared with.
+        judge: arm -> the mode it is judged on (default: the arm's main mode, ``ArmResult.mode``).
+
+    Returns:
+        one row (a dict) per compared arm, and one for the baseline on each mode its arms are
+        judged on (where the baseline stands in the order): ``arm``, ``mode``, ``seeds``,
+        ``games``, ``regret``, ``ci_low``, ``ci_high``, ``seed_means``, ``key`` (the MLflow
+        metric prefix: the arm's name, with ``.MODE`` for the baseline off its main mode) and,
+        where paired: ``diff``, ``diff_low``, ``diff_high``, ``half_width``, ``mde``,
+        ``matters``; ``note`` says why an arm has no comparison.
     """
-    rows = []
+    judge = dict(judge or {})
     base = arms.get(baseline)
-    for name, res in arms.items():
-        x = res.table()
-        m = float(x.mean())
+
+    def stats_row(name: str, x: np.ndarray, mode: str | None, n_seeds: int) -> dict:
         lo, hi = _interval(x)
-        row = {"arm": name, "seeds": len(res.seeds), "games": int(x.shape[1]), "regret": m,
-               "ci_low": lo, "ci_high": hi, "seed_means": [float(v) for v in x.mean(axis=1)]}
-        if base is not None and name != baseline and base.table().shape == x.shape:
-            d = x - base.table()
-            dm = float(d.mean())
+        return {"arm": name, "mode": mode, "seeds": n_seeds, "games": int(x.shape[1]), "regret": float(x.mean()),
+                "ci_low": lo, "ci_high": hi, "seed_means": [float(v) for v in x.mean(axis=1)], "key": _safe(name)}
+
+    used = list(dict.fromkeys(judge.get(n, r.mode) for n, r in arms.items() if n != baseline))
+    rows = []
+    for name, res in arms.items():
+        if name == baseline:
+            for mode in used or [res.mode]:
+                try:
+                    x = res.table(mode)
+                except KeyError:
+                    continue
+                row = stats_row(name, x, mode, len(res.seeds))
+                if mode is not None and mode != res.mode:
+                    row["key"] = f"{_safe(name)}.{mode}"
+                rows.append(row)
+            continue
+        mode = judge.get(name, res.mode)
+        try:
+            row = stats_row(name, res.table(mode), mode, len(res.seeds))
+        except KeyError:
+            row = stats_row(name, res.table(), res.mode, len(res.seeds))
+            row["note"] = f"not graded on {mode}"
+            rows.append(row)
+            continue
+        pair = _paired(res, base, mode) if base is not None else None
+        if pair is None:
+            if base is not None:
+                row["note"] = f"{baseline} not graded on {mode}" if mode not in base.graded() else "no paired seeds"
+        else:
+            d = pair[0] - pair[1]
             dlo, dhi = _interval(d)
-            row.update(diff=dm, diff_low=dlo, diff_high=dhi, matters=bool(dlo > 0 or dhi < 0))
+            half = (dhi - dlo) / 2.0
+            row.update(diff=float(d.mean()), diff_low=dlo, diff_high=dhi, half_width=half,
+                       mde=minimum_detectable_effect(half), matters=bool(dlo > 0 or dhi < 0))
         rows.append(row)
     return rows
 
 
-def format_table(rows: list[dict], baseline: str, loss: str = "regret") -> str:
-    """The result table as text.
+def _verdict(r: dict, baseline: str) -> str:
+    if "diff" not in r:
+        return r.get("note") or ("(baseline)" if r["arm"] == baseline else "")
+    return ("worse" if r["diff_low"] > 0 else "better") if r["matters"] else "no clear difference"
+
+
+def format_table(rows: list[dict], baseline: str, loss: str = "regret",
+                 target: float | None = TARGET_HALF_WIDTH) -> str:
+    """The result table as text: one line per row of :func:`summarise`, with the decision
+    mode each line is played in and each compared arm's minimum detectable effect (MDE), then
+    the notes on the intervals and one line per mode with the paired intervals' half-widths
+    against ``target``.
 
     ``loss`` names what each game's number is: ``"regret"`` (exact, against the oracle) or, for
     a Yamb card with no oracle, ``"points below heuristic"`` (paired on the same dice).
+    ``target``: the half-width (points per game) the paired intervals should reach (None: no
+    line on it).
     """
     label = "regret/game" if loss == "regret" else "behind bot/game"
-    head = (f"{'arm':28s} {'seeds':>5s} {label:>15s} {'95% CI':>18s} {'vs ' + baseline:>14s} "
-            f"{'95% CI':>18s}  verdict")
+    head = (f"{'arm':26s} {'mode':9s} {'seeds':>5s} {'games':>6s} {label:>15s} {'95% CI':>18s} "
+            f"{'vs ' + baseline:>14s} {'95% CI':>18s} {'MDE':>6s}  verdict")
     lines = [head, "-" * len(head)]
     for r in rows:
         ci = f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+        mode = r.get("mode") or "main"
+        lead = f"{r['arm']:26s} {mode:9s} {r['seeds']:5d} {r.get('games', 0):6d} {r['regret']:15.2f} {ci:>18s}"
         if "diff" in r:
             dci = f"[{r['diff_low']:+.2f}, {r['diff_high']:+.2f}]"
-            verdict = ("worse" if r["diff_low"] > 0 else "better") if r["matters"] else "no clear difference"
-            lines.append(f"{r['arm']:28s} {r['seeds']:5d} {r['regret']:15.2f} {ci:>18s} {r['diff']:+14.2f} {dci:>18s}  {verdict}")
+            lines.append(f"{lead} {r['diff']:+14.2f} {dci:>18s} {r['mde']:6.2f}  {_verdict(r, baseline)}")
+        elif r["arm"] == baseline:
+            lines.append(f"{lead} {'(baseline)':>14s}")
         else:
-            lines.append(f"{r['arm']:28s} {r['seeds']:5d} {r['regret']:15.2f} {ci:>18s} {'(baseline)' if r['arm'] == baseline else '':>14s}")
-    spread = [f"{r['arm']}: " + ", ".join(f"{v:.1f}" for v in r["seed_means"]) for r in rows
-              if len(r.get("seed_means", [])) > 1]
+            lines.append(f"{lead} {'':>14s} {'':>18s} {'':>6s}  {r.get('note', '')}".rstrip())
+    spread = [f"{r['arm']}" + (f" [{r['mode']}]" if r.get("mode") else "") + ": "
+              + ", ".join(f"{v:.1f}" for v in r["seed_means"]) for r in rows if len(r.get("seed_means", [])) > 1]
     lines.append("")
     if loss != "regret":
         lines.append(f"Each game's number: {loss} on the same dice (this card has no exact oracle).")
@@ -262,23 +394,47 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret") -> str:
     else:
         lines.append("95% intervals over the evaluation games (one training seed per arm: seed-to-seed "
                      "spread is not included).")
+    compared = [r for r in rows if "diff" in r]
+    if compared:
+        z = minimum_detectable_effect(1.0)
+        lines.append(f"Each arm is compared with {baseline} in the mode it is judged on (none: the policy head "
+                     f"alone; one_step, full_turn: search). MDE: the smallest true paired difference a "
+                     f"two-sided 5% test detects with 80% power ({z:.2f} x the paired interval's half-width).")
+        for mode in dict.fromkeys(r.get("mode") for r in compared):
+            these = [r for r in compared if r.get("mode") == mode]
+            widths = ", ".join(f"{r['arm']} ±{r['half_width']:.2f}" for r in these)
+            line = f"  mode {mode or 'main'}: paired 95% half-widths {widths}"
+            if target is not None:
+                ok = sum(r["half_width"] <= target + 1e-12 for r in these)
+                worst = max(r["half_width"] for r in these)
+                line += (f"; all within the ±{target:g} target" if ok == len(these) else
+                         f"; {ok} of {len(these)} within the ±{target:g} target (widest ±{worst:.2f}: "
+                         f"about {(worst / target) ** 2:.1f}x as many evaluation games and training seeds "
+                         f"would reach it)")
+            lines.append(line)
     return "\n".join(lines)
 
 
 def plot_table(rows: list[dict], baseline: str):
     """The arms side by side (a matplotlib figure): left, each arm's mean regret per game with
     its 95% interval and each training seed's mean as a dot; right, each arm's paired difference
-    from the baseline with its 95% interval (green: clearly better, red: clearly worse)."""
+    from the baseline with its 95% interval (green: clearly better, red: clearly worse). Where
+    the rows span several decision modes, each label names its mode."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    several = len({r.get("mode") for r in rows}) > 1
+
+    def label(r: dict) -> str:
+        return f"{r['arm']} [{r['mode']}]" if several and r.get("mode") else r["arm"]
+
     has_diff = any("diff" in r for r in rows)
     fig, axes = plt.subplots(1, 2 if has_diff else 1, figsize=(max(6, 1.1 * len(rows) + 3) * (1.8 if has_diff else 1), 4.2),
                              squeeze=False)
     ax = axes[0][0]
-    names = [r["arm"] for r in rows]
+    names = [label(r) for r in rows]
     x = np.arange(len(rows))
     means = np.array([r["regret"] for r in rows])
     err = np.array([[r["regret"] - r["ci_low"] for r in rows], [r["ci_high"] - r["regret"] for r in rows]])
@@ -305,7 +461,7 @@ def plot_table(rows: list[dict], baseline: str):
         for i in range(len(d)):
             ax2.errorbar(dm[i], y[i], xerr=derr[:, i:i + 1], fmt="o", color=dcol[i], capsize=4, lw=2)
         ax2.axvline(0.0, color="gray", lw=1, ls="--")
-        ax2.set_yticks(y, [r["arm"] for r in d])
+        ax2.set_yticks(y, [label(r) for r in d])
         ax2.invert_yaxis()
         ax2.set_xlabel(f"paired difference from {baseline} (points per game, 95% CI)")
         ax2.set_title("Which idea helps (left of 0: better)")
@@ -437,6 +593,10 @@ class Sweep:
         tracking_uri: MLflow store (default: the spec's, else SQLite in the working directory).
         ray_address: an existing Ray cluster, else a local one is started.
         progress: show a progress bar and say what a resumed sweep keeps and runs (on stderr).
+
+    Raises:
+        ConfigError: an arm judged on a decision mode its trials or the baseline's do not grade
+            (see :meth:`SweepConfig.judge_modes`).
     """
 
     def __init__(self, spec: SweepConfig, base: RunConfig, tracking_uri: str | None = None,
@@ -448,6 +608,8 @@ class Sweep:
         self.progress = progress
         self.messages: list[str] = []
         self.plan_text = ""
+        #: arm -> the decision mode it is judged on (checked against the trials' configs)
+        self.judge = spec.judge_modes(base)
 
     def _say(self, msg: str) -> None:
         self.messages.append(msg)
@@ -793,6 +955,14 @@ class Sweep:
 
                         self.tracker.log_torch_model(run_id, load_network(ckpt))
                 trial.set_user_attr("per_game_regret", [round(float(x), 6) for x in regrets])
+                main = slot.cfg.eval_depth
+                by_mode = {main: [round(float(x), 6) for x in regrets]}
+                for mode, ev in (out.get("modes") or {}).items():
+                    got = [round(float(x), 6) for x in ev["per_game_regret"]]
+                    if mode != main or len(got) > len(by_mode[main]):
+                        by_mode[mode] = got
+                trial.set_user_attr("eval_mode", main)
+                trial.set_user_attr("per_game_regret_modes", by_mode)
                 trial.set_user_attr("loss", out.get("loss", "regret"))
                 trial.set_user_attr("attempts", slot.attempts)
                 study.tell(trial, float(regrets.mean()))
@@ -839,8 +1009,8 @@ class Sweep:
 
         complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE
                     and "per_game_regret" in t.user_attrs]
+        want = self._want() if self.spec.kind == "grid" else {}
         if self.spec.kind == "grid":    # the latest finished trial of each (arm, seed) the spec has now
-            want = self._want()
             latest: dict[tuple, Any] = {}
             for t in sorted(complete, key=lambda t: t.number):
                 key = _grid_key(t)
@@ -856,8 +1026,8 @@ class Sweep:
         for key, trials in groups.items():
             seed_of = (lambda t: _grid_key(t)[1]) if self.spec.kind == "grid" else (lambda t: t.number)
             trials = sorted(trials, key=lambda t: (seed_of(t), t.number))
-            per_seed = np.stack([np.asarray(t.user_attrs["per_game_regret"]) for t in trials])
-            arms[key] = ArmResult(key, per_seed, [seed_of(t) for t in trials])
+            groups[key] = trials
+            arms[key] = self._arm_result(key, trials, [seed_of(t) for t in trials], want)
         if self.spec.kind == "grid":
             order = [a for a in self.spec.arm_overrides() if a in arms]
             arms = {a: arms[a] for a in order}
@@ -865,52 +1035,154 @@ class Sweep:
         else:
             best = min(complete, key=lambda t: t.value).number if complete else None
             baseline = f"trial{best}" if best is not None else ""
-        rows = summarise(arms, baseline)
+        rows = summarise(arms, baseline, {a: m for a, m in self.judge.items() if a in arms})
         for r in rows:
             r["training_seeds"] = [int(x) for x in arms[r["arm"]].seeds]
             r["evaluation_seed"] = int(self.base.runtime.eval_seed)
         loss = complete[0].user_attrs.get("loss", "regret") if complete else "regret"
         table = format_table(rows, baseline, loss)
-        table += (f"\nTraining seeds (train.seed, one trial each): per arm above; evaluation: the same "
-                  f"{self.base.runtime.eval_games} games on dice seed {self.base.runtime.eval_seed} "
-                  f"(runtime.eval_seed) for every arm.")
+        rt = self.base.runtime
+        games = ", ".join(f"{m} {n}" for m, n in {self.base.eval_depth: rt.eval_games, **rt.eval_modes}.items())
+        table += (f"\nTraining seeds (train.seed, one trial each): per arm above; evaluation: the same dice "
+                  f"(seed {rt.eval_seed}, runtime.eval_seed) for every arm, the first games of them in each "
+                  f"decision mode (games: {games}).")
         self.table_text = table
         self.baseline = baseline
         self.log_aggregates(parent, rows, baseline, table)
+        if self.spec.kind == "grid":
+            try:
+                self.log_curves(parent, groups, baseline, loss)
+            except Exception as exc:  # noqa: BLE001 - the table is logged already; the figures are extra
+                log.warning("could not draw the arms' learning curves: %s", exc)
         self.tracker.end_run(parent)
         return rows
 
+    def _arm_result(self, arm: str, trials: list, seeds: list[int], want: dict) -> ArmResult:
+        """One arm's results from its finished trials' user attributes: the main mode's
+        per-game regrets and every other mode's (trials from before modes were stored have
+        their main mode only, named by their config)."""
+        per_trial = []
+        for t in trials:
+            ua = t.user_attrs
+            main = ua.get("eval_mode")
+            if main is None:
+                cfg = want.get(_grid_key(t), (self.base,))[0] if want else self.base
+                main = cfg.eval_depth
+            by_mode = dict(ua.get("per_game_regret_modes") or {})
+            by_mode.setdefault(main, ua["per_game_regret"])
+            per_trial.append((main, by_mode))
+        main = per_trial[0][0]
+        common = [m for m in per_trial[0][1] if all(m in bm for _, bm in per_trial)]
+
+        def stack(mode: str) -> np.ndarray:
+            xs = [np.asarray(bm[mode], dtype=np.float64) for _, bm in per_trial]
+            n = min(len(x) for x in xs)
+            return np.stack([x[:n] for x in xs])
+
+        return ArmResult(arm, stack(main), seeds, mode=main,
+                         modes={m: stack(m) for m in common if m != main})
+
     def log_aggregates(self, parent: str, rows: list[dict], baseline: str, table: str) -> None:
         """Log the per-arm aggregates to the sweep's parent run, so the MLflow UI answers "which
-        idea helps" without an export: per arm the mean regret per game across training seeds
-        and evaluation games with its 95% interval (``ARM.regret``, ``ARM.ci_low``,
-        ``ARM.ci_high``), the paired difference from the baseline with its interval
-        (``ARM.diff``, ``ARM.diff_low``, ``ARM.diff_high``), the number of seeds and games; the
-        table as text, JSON and an MLflow table (``results_table.json``); and the comparison
-        plot with intervals (``regret_by_arm.png``). A resumed sweep logs them again, one step
-        further on."""
+        idea helps" without an export: per row of the table (``KEY``: the arm's name; the
+        baseline off its main mode is ``BASELINE.MODE``) the mean regret per game across
+        training seeds and evaluation games with its 95% interval (``KEY.regret``,
+        ``KEY.ci_low``, ``KEY.ci_high``), the paired difference from the baseline on the arm's
+        mode with its interval and minimum detectable effect (``KEY.diff``, ``KEY.diff_low``,
+        ``KEY.diff_high``, ``KEY.half_width``, ``KEY.mde``), the number of seeds and games; the
+        table as text, JSON and an MLflow table (``results_table.json``, with each row's
+        ``mode``); and the comparison plot with intervals (``regret_by_arm.png``). A resumed
+        sweep logs them again, one step further on."""
         self.tracker.log_text(parent, table, "results.txt")
         self.tracker.log_text(parent, json.dumps(rows, indent=2), "results.json")
         if not rows:
             return
         step = len(self.tracker.client.get_metric_history(parent, "arms"))
-        metrics: dict[str, float] = {"arms": float(len(rows))}
+        metrics: dict[str, float] = {"arms": float(len({r["arm"] for r in rows}))}
         for r in rows:
-            a = _safe(r["arm"])
+            a = r.get("key") or _safe(r["arm"])
             metrics.update({f"{a}.regret": r["regret"], f"{a}.ci_low": r["ci_low"], f"{a}.ci_high": r["ci_high"],
                             f"{a}.seeds": float(r["seeds"]), f"{a}.games": float(r["games"])})
             if "diff" in r:
                 metrics.update({f"{a}.diff": r["diff"], f"{a}.diff_low": r["diff_low"],
-                                f"{a}.diff_high": r["diff_high"]})
+                                f"{a}.diff_high": r["diff_high"], f"{a}.half_width": r["half_width"],
+                                f"{a}.mde": r["mde"]})
         self.tracker.log_metrics(parent, metrics, step=step)
-        cols = ["arm", "seeds", "games", "regret", "ci_low", "ci_high", "diff", "diff_low", "diff_high"]
-        data = {c: [r.get(c) if c != "seeds" else r["seeds"] for r in rows] for c in cols}
-        data["verdict"] = [("(baseline)" if r["arm"] == baseline else "") if "diff" not in r else
-                           (("worse" if r["diff_low"] > 0 else "better") if r["matters"] else "no clear difference")
-                           for r in rows]
+        cols = ["arm", "mode", "seeds", "games", "regret", "ci_low", "ci_high", "diff", "diff_low", "diff_high",
+                "half_width", "mde"]
+        data = {c: [r.get(c) for r in rows] for c in cols}
+        data["verdict"] = [_verdict(r, baseline) for r in rows]
         data["training_seeds"] = [",".join(str(x) for x in r.get("training_seeds", [])) for r in rows]
         try:
             self.tracker.client.log_table(parent, data=data, artifact_file="results_table.json")
         except Exception as exc:  # noqa: BLE001 - the text and JSON forms are logged already
             log.warning("could not log the results as an MLflow table: %s", exc)
         self.tracker.log_figure(parent, plot_table(rows, baseline), "regret_by_arm.png")
+
+    def curve_data(self, groups: dict[str, list], loss: str = "regret") -> dict[str, dict[str, list[dict]]]:
+        """Each arm's evaluation history in every decision mode, read back from its trials'
+        MLflow runs.
+
+        Args:
+            groups: arm -> its finished Optuna trials (their ``mlflow_run_id``, ``seed`` and
+                ``eval_mode`` user attributes).
+            loss: ``"regret"`` reads ``eval[.MODE].regret_*``; anything else (a Yamb card with
+                no oracle) ``eval[.MODE].vs_baseline_*``.
+
+        Returns:
+            mode -> arm -> one dict per training seed: ``seed``, ``step`` (iterations, int),
+            ``mean``, ``ci_low``, ``ci_high`` (the evaluation's loss per game and its 95% CI,
+            points; the CI may be absent) and ``positions`` (self-play positions behind each
+            evaluation, where logged), float lists of equal length.
+        """
+        key = "regret" if loss == "regret" else "vs_baseline"
+        client = self.tracker.client
+        out: dict[str, dict[str, list[dict]]] = {}
+
+        def history(run_id: str, name: str) -> dict[int, float]:
+            return {int(m.step): float(m.value) for m in client.get_metric_history(run_id, name)}
+
+        for arm, trials in groups.items():
+            for t in trials:
+                run_id = t.user_attrs.get("mlflow_run_id")
+                if not run_id:
+                    continue
+                main = t.user_attrs.get("eval_mode") or self.base.eval_depth
+                modes = list(dict.fromkeys([main, *(t.user_attrs.get("per_game_regret_modes") or {})]))
+                positions = history(run_id, "eval.selfplay_positions")
+                for mode in modes:
+                    prefix = "eval." if mode == main else f"eval.{mode}."
+                    mean = history(run_id, f"{prefix}{key}_mean")
+                    if not mean:
+                        continue
+                    lo, hi = history(run_id, f"{prefix}{key}_ci_low"), history(run_id, f"{prefix}{key}_ci_high")
+                    steps = sorted(mean)
+                    curve = {"seed": _grid_key(t)[1], "step": steps, "mean": [mean[k] for k in steps]}
+                    if all(k in lo and k in hi for k in steps):
+                        curve["ci_low"] = [lo[k] for k in steps]
+                        curve["ci_high"] = [hi[k] for k in steps]
+                    if all(k in positions for k in steps):
+                        curve["positions"] = [positions[k] for k in steps]
+                    out.setdefault(mode, {}).setdefault(arm, []).append(curve)
+        return out
+
+    def log_curves(self, parent: str, groups: dict[str, list], baseline: str, loss: str = "regret") -> list[str]:
+        """Log the arms' learning curves overlaid to the sweep's parent run: one figure per
+        decision mode (``curves_MODE.png``, see :func:`yamblab.platform.plots.arm_curves`) and
+        the curves' data (``curves.json``, see :meth:`curve_data`).
+
+        Returns:
+            the names of the figures logged.
+        """
+        from yamblab.platform import plots
+
+        data = self.curve_data(groups, loss)
+        self.tracker.log_text(parent, json.dumps(data, indent=1), "curves.json")
+        names = []
+        for mode, curves in data.items():
+            fig = plots.arm_curves(curves, mode, loss=loss, baseline=baseline,
+                                   judged=[a for a in curves if self.judge.get(a) == mode and a != baseline])
+            name = f"curves_{_safe(mode)}.png"
+            self.tracker.log_figure(parent, fig, name)     # closes it
+            names.append(name)
+        return names

@@ -601,6 +601,8 @@ class Sweep:
 
     def __init__(self, spec: SweepConfig, base: RunConfig, tracking_uri: str | None = None,
                  ray_address: str | None = None, progress: bool = True):
+        #: arm -> the decision mode it is judged on (checked against the trials' configs first)
+        self.judge = spec.judge_modes(base)
         self.spec = spec
         self.base = base
         self.tracker = Tracker(tracking_uri or spec.tracking_uri, spec.experiment)
@@ -608,8 +610,6 @@ class Sweep:
         self.progress = progress
         self.messages: list[str] = []
         self.plan_text = ""
-        #: arm -> the decision mode it is judged on (checked against the trials' configs)
-        self.judge = spec.judge_modes(base)
 
     def _say(self, msg: str) -> None:
         self.messages.append(msg)

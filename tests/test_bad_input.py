@@ -620,10 +620,9 @@ def test_an_arm_judged_on_a_mode_its_trials_do_not_grade_is_named(tmp_path):
 
     spec = tmp_path / "s.yaml"
     spec.write_text(yaml.safe_dump(_grid(judge={"b": "none"})))
-    sp, base = load_sweep(spec)
     with pytest.raises(ConfigError, match=r"judge\.b: arm 'b' is judged on mode 'none', which its trials do not "
                                           r"grade.*add runtime\.eval_modes\.none: GAMES to `overrides`"):
-        sp.judge_modes(base)
+        load_sweep(spec)          # refused when the spec is read, before any trial or MLflow run
     spec.write_text(yaml.safe_dump(_grid(judge={"b": "none"}, overrides={"runtime.eval_modes": {"none": 50}})))
     sp, base = load_sweep(spec)
     assert sp.judge_modes(base)["b"] == "none"

@@ -471,8 +471,8 @@ def sweep(
     sp, base = load_sweep(spec, storage)
     sw = Sweep(sp, base, tracking_uri=tracking_uri, ray_address=address)
     rows = sw.run()
-    typer.echo(f"\nsweep {sp.name}: oracle regret per game on the same {base.runtime.eval_games} "
-               f"evaluation games (lower is better)\n")
+    typer.echo(f"\nsweep {sp.name}: oracle regret per game on the same evaluation dice (seed "
+               f"{base.runtime.eval_seed}; the games per mode are under the table), lower is better\n")
     typer.echo(sw.table_text if rows else "no finished trials")
     typer.echo(f"\nopen the MLflow UI on these runs:  {sw.tracker.ui_command()}")
 

@@ -539,6 +539,7 @@ def load_sweep(path: str | Path, storage: str | None = None) -> tuple[SweepConfi
             raise ConfigError(f"{where}: a trial's actors do not fit its trial_cpus ({spec.trial_cpus:g}): {exc}; "
                               "lower runtime.*_cpus in `overrides` or raise trial_cpus") from None
 
+    spec.judge_modes(base)          # each arm's judged mode is graded by its trials and the baseline's
     base = apply_overrides(base, spec.overrides, source=f"{path}: overrides")
     trials = [(base, f"{path}: overrides")]
     if spec.kind == "grid":

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from typer.testing import CliRunner
 
 from yamblab.platform.cli import app
@@ -44,11 +46,25 @@ def test_user_mistakes_exit_2_without_traceback():
         ["grade", "--agent", "search", "--depth", "one_step", "--valuation", "oracle"],
         ["grade", "--agent", "search", "--valuation", "missing.pt"],
         ["grade", "--agent", "random", "--checkpoint", "missing.pt"],
+        ["grade", "--versus", "greedy"],                                    # Yahtzee has its oracle
+        ["grade", "--game", "yamb", "--columns", "free", "--versus", "greedy"],
+        ["grade", "--game", "yamb", "--versus", "nobody"],
     ]
     for args in cases:
         res = runner.invoke(app, args)
         assert res.exit_code == 2, (args, res.output)
         assert "error:" in res.output and "Traceback" not in res.output
+
+
+def test_grade_a_yamb_card_against_the_bot_named_on_the_same_dice():
+    res = runner.invoke(app, ["grade", "--game", "yamb", "--agent", "heuristic", "--versus", "greedy",
+                              "--games", "4", "--seed", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["baseline_agent"] == "greedy"
+    # the paired difference is the difference of the two agents' mean scores on the same dice
+    assert d["diff_mean"] == pytest.approx(d["mean"] - d["baseline_mean"], abs=1e-9)
+    assert d["diff_ci"][0] <= d["diff_mean"] <= d["diff_ci"][1]
 
 
 def test_grade_yamb_column_with_the_oracle_search_has_zero_regret():

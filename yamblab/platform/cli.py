@@ -205,13 +205,17 @@ def grade(
                                                         "(the search agent on its network)."),
     depth: Optional[str] = typer.Option(None, help="Search depth of a network agent: none (policy "
                                                    "alone), one_step or full_turn (default)."),
+    versus: Optional[str] = typer.Option(None, help="A Yamb card of several columns: the bot it is "
+                                                    "compared with on the same dice (heuristic, the "
+                                                    "default, greedy or random)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ):
     """Play seeded games with an agent and grade every decision against the exact oracle.
 
     Yahtzee and a single Yamb column (down, up or free) are graded decision by decision: the
     regret per game with its 95% CI, by decision and by box. A Yamb card of several columns
-    has no exact oracle: it is compared with the heuristic bot on the same dice instead.
+    has no exact oracle: it is compared with a bot (--versus, the heuristic by default) on the
+    same dice instead: both mean scores and their paired difference with its 95% CI.
     """
     from yamblab.agents.base import make_agent
     from yamblab.games.protocol import make_game
@@ -247,6 +251,12 @@ def grade(
         g = make_game("yamb", preset=preset or "croatian", columns=cols)
     else:
         g = make_game("yahtzee", rules or "forced")
+    if versus is not None:
+        if g.name != "yamb" or g.oracle_column:
+            raise YamblabError("--versus names the bot a Yamb card of several columns is compared with; "
+                               "this game is graded by its exact oracle instead")
+        if versus not in ("heuristic", "greedy", "random"):
+            raise _bad_choice("bot to compare with", versus, ["heuristic", "greedy", "random"])
     options = {}
     if valuation is not None:
         options["valuation"] = valuation
@@ -256,7 +266,7 @@ def grade(
         from yamblab.oracle.yamb_grading import grade_yamb
 
         a = make_agent(agent, g, seed=seed, **options)
-        base = None if g.oracle_column else make_agent("heuristic", g, seed=seed)
+        base = None if g.oracle_column else make_agent(versus or "heuristic", g, seed=seed)
         report = grade_yamb(a, g, games=games, seed=seed, baseline=base, progress=not as_json)
     else:
         from yamblab.oracle.grading import grade as _grade

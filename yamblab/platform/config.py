@@ -66,7 +66,8 @@ class RuntimeConfig(BaseModel):
             after every iteration. A killed run resumes from the last checkpoint.
         eval_every: evaluate every N iterations (and after the last). With a policy lag above
             0, evaluations run on the evaluator actor while training goes on (the serial loop
-            waits for them); each is logged at the iteration whose weights it graded, with the
+            waits for them), one at a time: one that falls due while the evaluator is still
+            busy starts at the first iteration after it is free; each is logged at the iteration whose weights it graded, with the
             self-play positions, optimiser steps and minutes behind them.
         eval_games: noise-free evaluation games per evaluation, on dice seed ``eval_seed``.
         eval_seed: dice seed of the evaluation games (the same for every run and arm).

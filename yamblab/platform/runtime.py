@@ -269,6 +269,7 @@ class TrainingRun:
         self.last_eval: dict | None = None
         self._inflight: dict[int, tuple[int, list]] = {}    # batch -> (weights' iteration, jobs)
         self._pending_eval: list[dict] = []
+        self._eval_owed = False
         self._positions_total = 0
         self._steps_total = 0
         self._samples_total = 0
@@ -402,7 +403,15 @@ class TrainingRun:
         metrics["minutes"] = self.elapsed / 60.0
         self.history.append(metrics)
         if self.iteration % rt.eval_every == 0 or self.iteration >= rt.iterations:
-            self._start_evaluation()
+            self._eval_owed = True
+        if self._eval_owed:
+            # one evaluation at a time: while the evaluator is still busy with an earlier one,
+            # a due evaluation waits for the first iteration after it finishes (evaluations
+            # never queue up behind a slow evaluator, nor steal more of the machine)
+            self._poll_evaluations(block=False)
+            if not self._pending_eval or self.iteration >= rt.iterations:
+                self._start_evaluation()
+                self._eval_owed = False
         # the serial loop (lag 0) waits for its evaluation, so the iteration's metrics carry it
         self._poll_evaluations(block=rt.max_policy_lag == 0)
         if self.tracker is not None:

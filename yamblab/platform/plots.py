@@ -24,6 +24,18 @@ def close(fig) -> None:
     _plt().close(fig)
 
 
+def _loss_axis(ax, loss: str) -> None:
+    """Label a learning-curve axis's y axis for ``loss``: oracle regret (from 0 up) or, for a card
+    with no oracle, points behind the bot (a line at 0); and draw the grid."""
+    if loss == "regret":
+        ax.set_ylabel("oracle regret per game (points)")
+        ax.set_ylim(bottom=0)
+    else:
+        ax.set_ylabel(f"{loss} per game (points)")
+        ax.axhline(0.0, color="gray", lw=1)
+    ax.grid(alpha=0.3)
+
+
 def learning_curve(evals: list[dict], history: list[dict] | None = None, loss: str = "regret",
                    machine: str | None = None):
     """Noise-free loss per game (95% CI) of each evaluation, against training minutes and
@@ -54,13 +66,7 @@ def learning_curve(evals: list[dict], history: list[dict] | None = None, loss: s
             ax.plot(x, m, "o-", color="tab:blue", label="noise-free regret / game" if loss == "regret" else loss)
             ax.fill_between(x, lo, hi, color="tab:blue", alpha=0.2, label="95% CI")
         ax.set_xlabel(label)
-        if loss == "regret":
-            ax.set_ylabel("oracle regret per game (points)")
-            ax.set_ylim(bottom=0)
-        else:
-            ax.set_ylabel(f"{loss} per game (points)")
-            ax.axhline(0.0, color="gray", lw=1)
-        ax.grid(alpha=0.3)
+        _loss_axis(ax, loss)
         ax.legend(loc="upper right")
     title = ("Learning curve (lower is better; 0 = optimal play)" if loss == "regret"
              else "Learning curve (lower is better; below 0 beats the bot)")
@@ -183,13 +189,7 @@ def arm_curves(curves: dict[str, list[dict]], mode: str, loss: str = "regret", b
     labels = ["training iterations", "self-play positions (millions, mean over seeds)"]
     for ax, label in zip(axes, labels):
         ax.set_xlabel(label)
-        if loss == "regret":
-            ax.set_ylabel("oracle regret per game (points)")
-            ax.set_ylim(bottom=0)
-        else:
-            ax.set_ylabel(f"{loss} per game (points)")
-            ax.axhline(0.0, color="gray", lw=1)
-        ax.grid(alpha=0.3)
+        _loss_axis(ax, loss)
     axes[-1].legend(loc="best", fontsize=7)
     tail = "" if judged is None else "; solid: arms judged on this mode, dashed: judged on another"
     fig.suptitle(f"Learning curves, {MODE_WORDS.get(mode, mode)} ({mode}): mean over training seeds, "

@@ -233,12 +233,11 @@ def test_judge_names_an_arm_and_a_mode_the_trials_grade(tmp_path):
     with pytest.raises(ConfigError, match=r"arm 'no-kl' is judged on mode 'one_step', which its trials do not grade"):
         spec, base = load_sweep(_judge_spec(tmp_path, judge={"no-kl": "one_step"}))
         Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", progress=False)
-    # a mode the arm grades but the baseline does not
-    spec, base = load_sweep(_judge_spec(tmp_path, judge={"no-kl": "one_step"},
-                                        arms={"baseline": {}, "no-kl": {"runtime.eval_modes.one_step": 10}}))
+    # a mode the arm grades but the baseline does not: refused when the spec is read
     with pytest.raises(ConfigError, match=r"judge\.no-kl: arm 'no-kl' is judged on mode 'one_step', which the "
                                           r"trials of the baseline arm 'baseline' do not grade.*runtime\.eval_modes\.one_step"):
-        spec.judge_modes(base)
+        load_sweep(_judge_spec(tmp_path, judge={"no-kl": "one_step"},
+                               arms={"baseline": {}, "no-kl": {"runtime.eval_modes.one_step": 10}}))
     tpe = tmp_path / "tpe.yaml"
     tpe.write_text(f"name: t\nkind: tpe\nbase: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}\n"
                    "params: {train.lr: {low: 0.001, high: 0.01}}\njudge: {a: none}\n")

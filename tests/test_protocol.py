@@ -117,6 +117,11 @@ def test_evaluator_pairs_a_full_yamb_card_with_the_heuristic_bot(tmp_path):
     assert out["loss"] == "points below heuristic" and "eval.regret_mean" not in out["metrics"]
     assert out["per_game_regret"].mean() == pytest.approx(-rep.diff_mean)
     assert out["metrics"]["eval.vs_baseline_mean"] < 0        # greedy trails the heuristic
+    # the greedy yardstick on the same dice: greedy against itself is exactly 0
+    m = out["metrics"]
+    assert m["eval.vs_greedy_mean"] == m["eval.vs_greedy_ci_low"] == m["eval.vs_greedy_ci_high"] == 0.0
+    heur = eval_payload(ev.grade(make_agent("heuristic", cfg.game_obj)), 0, 0.0)["metrics"]
+    assert heur["eval.vs_greedy_mean"] == pytest.approx(-m["eval.vs_baseline_mean"])
 
 
 def test_run_config_names_the_game_options():

@@ -221,6 +221,19 @@ def test_optuna_search_starts_from_the_start_and_improves():
         optuna_search(start, trials=1, sampler="sgd", score=_quadratic(target))
 
 
+def test_cmaes_search_starts_from_the_start_and_improves():
+    from yamblab.oracle.tuning import optuna_search
+
+    start = named_rule("tuned-ramp")
+    target = start.vector() + 2.5
+    res = optuna_search(start, trials=150, radius=4.0, sampler="cmaes", seed=1, score=_quadratic(target))
+    assert len(res.scores) == 150
+    assert res.scores[0] == pytest.approx(250.0 - 17 * 2.5 ** 2)   # the start is the first trial
+    assert res.best_score == max(res.scores) > res.scores[0] + 20.0
+    # CMA-ES moves its mean towards the optimum: the last trials beat the first generation
+    assert np.mean(res.scores[-10:]) > np.mean(res.scores[1:11])
+
+
 def _mlflow_run(uri, experiment):
     from mlflow import MlflowClient
 

@@ -211,8 +211,9 @@ class Evaluator:
     expected score is logged beside the sampled regret (``eval.exact_score``,
     ``eval.exact_regret``: no sampling noise); a single Yamb
     column's by its exact column oracle (built in this actor once); a Yamb card of several
-    columns, which has no oracle, is compared with the heuristic bot on the same dice (its
-    scores are played once and kept).
+    columns, which has no oracle, is compared with the heuristic bot on the same dice, and its
+    mean score above the greedy bot's on those dice is logged too (``eval.vs_greedy_*``, a
+    paired 95% interval; both bots' scores are played once and kept).
 
     Args:
         config: the run config (a validated ``RunConfig``, passed whole).
@@ -226,6 +227,7 @@ class Evaluator:
         self.game = self.cfg.game_obj
         self._net = None
         self._baseline = None
+        self._greedy = None     # the greedy bot's scores on the evaluation dice (a Yamb card)
 
     def _network(self, weights):
         import ray
@@ -287,9 +289,17 @@ class Evaluator:
                 bot = make_agent("heuristic", self.game)
                 most = max([rt.eval_games, *rt.eval_modes.values()])
                 self._baseline = (bot, play_scores(bot, self.game, most, rt.eval_seed))
+                self._greedy = play_scores(make_agent("greedy", self.game), self.game, most, rt.eval_seed)
             kw = {} if self._baseline is None else {"baseline": self._baseline[0],
                                                     "baseline_scores": self._baseline[1][:n_games]}
-            return grade_yamb(agent, self.game, games=n_games, seed=rt.eval_seed, **kw)
+            report = grade_yamb(agent, self.game, games=n_games, seed=rt.eval_seed, **kw)
+            if self._greedy is not None:
+                # the second, weaker yardstick on the same dice: points above the greedy bot
+                from yamblab.oracle.grading import mean_ci
+
+                m, lo, hi = mean_ci(np.asarray(report.scores, np.float64) - self._greedy[:n_games])
+                report.vs_greedy = (m, lo, hi)
+            return report
         import ray
 
         from yamblab.oracle.grading import decision_kinds, grade
@@ -330,6 +340,9 @@ def eval_payload(report, version: int, seconds: float) -> dict:
         metrics.update({"eval.vs_baseline_mean": report.diff_mean, "eval.vs_baseline_ci_low": report.diff_ci[0],
                         "eval.vs_baseline_ci_high": report.diff_ci[1],
                         "eval.baseline_score_mean": report.baseline_mean})
+        if report.vs_greedy is not None:
+            metrics.update(dict(zip(("eval.vs_greedy_mean", "eval.vs_greedy_ci_low", "eval.vs_greedy_ci_high"),
+                                    report.vs_greedy)))
         loss = f"points below {report.baseline_agent}"
         per_game = np.asarray(report.baseline_scores, np.float64) - np.asarray(report.scores, np.float64)
     if report.upper_bonus_rate is not None:

@@ -42,7 +42,8 @@ class GradeReport:
     chosen. A game with no exact oracle (a Yamb card of several columns) has no regret
     (``regret_mean`` is NaN); it is compared instead with a **baseline** bot on the same dice:
     ``baseline_mean`` and the paired difference ``diff_mean`` (agent − baseline) with its 95%
-    interval ``diff_ci``. ``upper_bonus_rate`` is the share of upper bonuses reached (None
+    interval ``diff_ci``; ``vs_greedy`` (mean, low, high), when set, is the same paired
+    comparison with the greedy bot. ``upper_bonus_rate`` is the share of upper bonuses reached (None
     under rules without one); ``yahtzee_rate`` is Yahtzee's alone (None for Yamb).
     """
 
@@ -69,6 +70,7 @@ class GradeReport:
     diff_mean: float | None = None
     diff_ci: tuple[float, float] | None = None
     baseline_scores: np.ndarray | None = field(default=None, repr=False)
+    vs_greedy: tuple[float, float, float] | None = None
 
     @property
     def has_regret(self) -> bool:

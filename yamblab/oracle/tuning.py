@@ -4,7 +4,7 @@ The objective is noise-free: the exact expected score of the turn-perfect agent 
 (:func:`yamblab.oracle.policy_eval.expected_score`, one backward pass, seconds on two cores).
 :func:`coordinate_descent` is seed 003's method: one parameter at a time, try a step up and
 down, keep any improvement, halve the step after a pass without one. :func:`optuna_search`
-runs an Optuna sampler (TPE, or CMA-ES where the ``cmaes`` package is installed) in a box
+runs an Optuna sampler (TPE, or CMA-ES through the ``cmaes`` package) in a box
 around a starting rule. Both call ``on_trial(trial_number, score, rule)`` after every
 evaluation (for progress bars and MLflow logging).
 """
@@ -134,7 +134,8 @@ def optuna_search(start: RuleOfThumb, rules: YahtzeeRules = OFFICIAL, trials: in
         try:
             import cmaes  # noqa: F401
         except ImportError:
-            raise ValueError("the cmaes sampler needs the 'cmaes' package; use --sampler tpe") from None
+            raise ValueError("the cmaes sampler needs the 'cmaes' package (pip install cmaes); "
+                             "or use --method tpe") from None
         samp = optuna.samplers.CmaEsSampler(seed=seed, x0=dict(zip(names, map(float, x0))),
                                            sigma0=radius / 2)
     else:

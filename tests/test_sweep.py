@@ -405,3 +405,38 @@ def test_unreachable_optuna_database_is_named(tmp_path):
     sw = Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", progress=False)
     with pytest.raises(YamblabError, match=r"cannot open the Optuna storage postgresql://nobody@127\.0\.0\.1:1/none"):
         sw._study()
+
+
+def test_variance_components_recover_a_known_design_and_plan_the_seeds():
+    from yamblab.platform.sweep import seeds_needed, variance_components
+
+    rng = np.random.default_rng(5)
+    n_s, n_g = 400, 300
+    d = (1.0 + rng.normal(0, 1.5, (n_s, 1)) + rng.normal(0, 0.8, (1, n_g))
+         + rng.normal(0, 4.0, (n_s, n_g)))
+    vc = variance_components(d)
+    assert vc["seed"] == pytest.approx(1.5 ** 2, rel=0.15)
+    assert vc["game"] == pytest.approx(0.8 ** 2, rel=0.25)
+    assert vc["resid"] == pytest.approx(4.0 ** 2, rel=0.02)
+    assert variance_components(d[:1]) is None                   # one seed: the seed spread is unknown
+    # the planner inverts the variance of the mean: S seeds at G games reach the target
+    z = 1.959963984540054
+    known = {"seed": 4.0, "game": 1.0, "resid": 100.0}
+    s = seeds_needed(known, games=500, target=0.5)
+    var = lambda S: known["seed"] / S + known["game"] / 500 + known["resid"] / (S * 500)  # noqa: E731
+    assert z * var(s) ** 0.5 <= 0.5 < z * var(s - 1) ** 0.5
+    assert seeds_needed({"seed": 0.0, "game": 0.0, "resid": 1.0}, games=1000) == 1
+    assert seeds_needed(known, games=10, target=0.5) is None    # the games' own spread is too wide
+
+
+def test_the_table_says_what_the_target_needs():
+    rng = np.random.default_rng(3)
+    arms = _mode_arms(rng, games_none=300, seeds=(0, 1, 2))
+    # a policy idea whose effect differs between training seeds: its seed term dominates
+    arms["policy-idea"].modes["none"] = arms["policy-idea"].modes["none"] + np.array([[-3.0], [0.0], [3.0]])
+    rows = summarise(arms, "base", {"policy-idea": "none"})
+    pol = next(r for r in rows if r["arm"] == "policy-idea")
+    assert pol["sd_seed"] == pytest.approx(3.0, rel=0.2) and pol["seeds_needed"] > 100
+    text = format_table(rows, "base")
+    assert f"policy-idea: the difference's SD between training seeds {pol['sd_seed']:.2f}" in text
+    assert f"±0.5 needs about {pol['seeds_needed']} training seeds at 300 games" in text

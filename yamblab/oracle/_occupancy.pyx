@@ -476,39 +476,38 @@ def forward(const double[:, :, ::1] W, const double[:, :, ::1] V, int joker, bin
     return occ, stats.sum(axis=0)
 
 
-cdef inline void best_subkeep_arg(const double* A, double* B, double* I, int L) noexcept nogil:
-    """B[k] = max over sub-keeps k' of k of A[k'], I[k] = the lowest such k' on ties.
+cdef inline void best_subkeep_arg(double* A, double* I, int L) noexcept nogil:
+    """In place: A[k] = max over sub-keeps k' of k of A[k'], I[k] = the lowest such k' on ties.
 
-    The index is carried as a double so that the loop runs on one vector width."""
+    Sub-keeps have lower indices, so they are final when k is reached. The index is carried
+    as a double so that the loop runs on one vector width."""
     cdef int k, f, j, s
     cdef double v, b, ii, ik
     cdef bint better
-    cdef double* Bk
+    cdef double* Ak
     cdef double* Ik
-    cdef const double* Bs
+    cdef const double* As
     cdef const double* Is
     for j in range(L):
-        B[j] = A[j]
         I[j] = 0.0
     for k in range(1, 462):
-        Bk = B + k * L
+        Ak = A + k * L
         Ik = I + k * L
         for j in range(L):
-            Bk[j] = A[k * L + j]
             Ik[j] = <double>k
         for f in range(6):
             s = KEEP_SUB_C[k][f]
             if s < 0:
                 continue
-            Bs = B + s * L
+            As = A + s * L
             Is = I + s * L
             for j in range(L):
-                v = Bs[j]
-                b = Bk[j]
+                v = As[j]
+                b = Ak[j]
                 ii = Is[j]
                 ik = Ik[j]
                 better = (v > b) | ((v == b) & (ii < ik))
-                Bk[j] = v if better else b
+                Ak[j] = v if better else b
                 Ik[j] = ii if better else ik
 
 
@@ -534,7 +533,7 @@ cdef inline void average_keeps2(double* A, double* B, int L) noexcept nogil:
 
 
 cdef void group_eval(const double* W, double* T, int m12, int ys, int L, RuleParams rp,
-                     double* AW, double* AT, double* BW, double* IB, double* GW, double* GT,
+                     double* AW, double* AT, double* IB, double* GW, double* GT,
                      double* out) noexcept nogil:
     """One turn of the turn-perfect agent of W from (m12, ys), valued by the true rewards + T.
 
@@ -616,9 +615,7 @@ cdef void group_eval(const double* W, double* T, int m12, int ys, int L, RulePar
                 rt[j] += ybon
     for stage in range(2):
         average_keeps2(AW, AT, L)
-        best_subkeep_arg(AW, BW, IB, L)
-        for k in range(KOFF5 * L, 462 * L):
-            AW[k] = BW[k]
+        best_subkeep_arg(AW, IB, L)
         for r in range(252):
             for j in range(L):
                 AT[(KOFF5 + r) * L + j] = AT[(<int>IB[(KOFF5 + r) * L + j]) * L + j]
@@ -639,7 +636,8 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
     card order and the lowest keep index; the agent's values are computed with the same
     arithmetic) and the same result up to rounding (1e-12), about twice as fast: the agent's
     best keep of each roll is found by the sub-keep recursion of the oracle's pass, carrying the
-    index of the best keep, instead of a scan over every sub-keep of every roll; the points and
+    index of the best keep, in place (no copy), instead of a scan over every sub-keep of every
+    roll; the points and
     next values of the upper boxes are tabulated once per count of the face; the value before
     the first roll is a dot product with P(roll).
 
@@ -663,7 +661,6 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
     cdef int n, i, m12, ys, L, ng, j
     cdef double* AW = NULL
     cdef double* AT = NULL
-    cdef double* BW = NULL
     cdef double* IB = NULL
     cdef double* GW = NULL
     cdef double* GT = NULL
@@ -677,7 +674,6 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
         with nogil, parallel(num_threads=n_threads):
             AW = <double*> malloc(462 * LMAX * sizeof(double))
             AT = <double*> malloc(462 * LMAX * sizeof(double))
-            BW = <double*> malloc(462 * LMAX * sizeof(double))
             IB = <double*> malloc(462 * LMAX * sizeof(double))
             GW = <double*> malloc(36 * LMAX * sizeof(double))
             GT = <double*> malloc(36 * LMAX * sizeof(double))
@@ -685,13 +681,12 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
                 m12 = groups[i, 0]
                 ys = groups[i, 1]
                 L = (upper_max(m12) + 1) if upper_bonus else 1
-                group_eval(Wp, T, m12, ys, L, rp, AW, AT, BW, IB, GW, GT, T + (m12 * 3 + ys) * LMAX)
+                group_eval(Wp, T, m12, ys, L, rp, AW, AT, IB, GW, GT, T + (m12 * 3 + ys) * LMAX)
                 if not upper_bonus:
                     for j in range(1, 64):
                         T[(m12 * 3 + ys) * LMAX + j] = T[(m12 * 3 + ys) * LMAX]
             free(AW)
             free(AT)
-            free(BW)
             free(IB)
             free(GW)
             free(GT)

@@ -237,6 +237,52 @@ def minimum_detectable_effect(half_width: float, alpha: float = 0.05, power: flo
     return (za + zb) / za * float(half_width)
 
 
+def variance_components(d: np.ndarray) -> dict[str, float] | None:
+    """Variance components of a (seeds, games) array of paired differences (points per game).
+
+    The model is the two-way crossed one of a sweep's design, every training seed graded on the
+    same evaluation games: ``d[s, g] = mu + a_s + b_g + e_sg``, with ``a_s`` the training seed's
+    effect (its network is better or worse than the baseline's of the same seed), ``b_g`` the
+    game's (dice on which the arm is always better or worse) and ``e_sg`` the rest. The
+    method-of-moments (ANOVA) estimates, truncated at 0 (Searle, Casella and McCulloch,
+    *Variance Components*, 1992, ch. 4):
+    ``seed = (MS_seed - MS_e) / G``, ``game = (MS_game - MS_e) / S``, ``resid = MS_e``.
+
+    Returns:
+        ``{"seed", "game", "resid"}`` (variances, points² per game²), or None with fewer than 2
+        seeds or 2 games (the seed-to-seed spread is then not estimable).
+    """
+    x = np.atleast_2d(np.asarray(d, dtype=np.float64))
+    n_s, n_g = x.shape
+    if n_s < 2 or n_g < 2:
+        return None
+    m = x.mean()
+    rows, cols = x.mean(axis=1), x.mean(axis=0)
+    ms_seed = n_g * float(np.sum((rows - m) ** 2)) / (n_s - 1)
+    ms_game = n_s * float(np.sum((cols - m) ** 2)) / (n_g - 1)
+    ms_e = float(np.sum((x - rows[:, None] - cols[None, :] + m) ** 2)) / ((n_s - 1) * (n_g - 1))
+    return {"seed": max(0.0, (ms_seed - ms_e) / n_g), "game": max(0.0, (ms_game - ms_e) / n_s), "resid": ms_e}
+
+
+def seeds_needed(vc: dict[str, float], games: int, target: float = TARGET_HALF_WIDTH) -> int | None:
+    """Training seeds a paired difference needs for a 95% half-width of ``target`` at ``games``
+    evaluation games, from its :func:`variance_components` (normal approximation).
+
+    The mean of S seeds on G shared games has variance ``seed/S + game/G + resid/(S G)``;
+    solving ``1.96 * sqrt(var) <= target`` for S gives
+    ``S >= (seed + resid/G) / ((target/1.96)² - game/G)``.
+
+    Returns:
+        the smallest such S (at least 1), or None when no number of seeds reaches ``target``
+        at ``games`` games (the game term alone is too wide: more games are needed).
+    """
+    z = float(stats.norm.ppf(0.975))
+    room = (target / z) ** 2 - vc["game"] / games
+    if room <= 0:
+        return None
+    return max(1, math.ceil((vc["seed"] + vc["resid"] / games) / room - 1e-12))
+
+
 def _interval(samples: np.ndarray, n_boot: int = 4000, seed: int = 0) -> tuple[float, float]:
     """95% interval of the mean of a (seeds, games) array.
 
@@ -304,7 +350,11 @@ def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] |
         ``games``, ``regret``, ``ci_low``, ``ci_high``, ``seed_means``, ``key`` (the MLflow
         metric prefix: the arm's name, with ``.MODE`` for the baseline off its main mode) and,
         where paired: ``diff``, ``diff_low``, ``diff_high``, ``half_width``, ``mde``,
-        ``matters``; ``note`` says why an arm has no comparison.
+        ``matters``, and with two seeds or more the difference's spread between training seeds,
+        between games and the rest (``sd_seed``, ``sd_game``, ``sd_resid``, points per game:
+        :func:`variance_components`) and the seeds that would reach the ±0.5 target at the same
+        games (``seeds_needed``, None when more games are needed first); ``note`` says why an
+        arm has no comparison.
     """
     judge = dict(judge or {})
     base = arms.get(baseline)
@@ -346,6 +396,10 @@ def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] |
             half = (dhi - dlo) / 2.0
             row.update(diff=float(d.mean()), diff_low=dlo, diff_high=dhi, half_width=half,
                        mde=minimum_detectable_effect(half), matters=bool(dlo > 0 or dhi < 0))
+            vc = variance_components(d)
+            if vc is not None:
+                row.update(sd_seed=math.sqrt(vc["seed"]), sd_game=math.sqrt(vc["game"]),
+                           sd_resid=math.sqrt(vc["resid"]), seeds_needed=seeds_needed(vc, d.shape[1]))
         rows.append(row)
     return rows
 
@@ -408,10 +462,18 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
                 ok = sum(r["half_width"] <= target + 1e-12 for r in these)
                 worst = max(r["half_width"] for r in these)
                 line += (f"; all within the ±{target:g} target" if ok == len(these) else
-                         f"; {ok} of {len(these)} within the ±{target:g} target (widest ±{worst:.2f}: "
-                         f"about {(worst / target) ** 2:.1f}x as many evaluation games and training seeds "
-                         f"would reach it)")
+                         f"; {ok} of {len(these)} within the ±{target:g} target (widest ±{worst:.2f})")
             lines.append(line)
+            for r in these:
+                if "sd_seed" not in r:
+                    continue
+                need = r["seeds_needed"]
+                plan = (f"±{target:g} needs about {need} training seeds at {r['games']} games"
+                        if need is not None else
+                        f"±{target:g} needs more than {r['games']} games (the games' own spread is too wide)")
+                lines.append(f"    {r['arm']}: the difference's SD between training seeds {r['sd_seed']:.2f}, "
+                             f"between games {r['sd_game']:.2f}, rest {r['sd_resid']:.2f} (points/game; "
+                             f"from {r['seeds']} seeds, so rough); {plan}")
     return "\n".join(lines)
 
 
@@ -1089,7 +1151,9 @@ class Sweep:
         training seeds and evaluation games with its 95% interval (``KEY.regret``,
         ``KEY.ci_low``, ``KEY.ci_high``), the paired difference from the baseline on the arm's
         mode with its interval and minimum detectable effect (``KEY.diff``, ``KEY.diff_low``,
-        ``KEY.diff_high``, ``KEY.half_width``, ``KEY.mde``), the number of seeds and games; the
+        ``KEY.diff_high``, ``KEY.half_width``, ``KEY.mde``), with two seeds or more the
+        difference's variance components and the seeds the ±0.5 target needs (``KEY.sd_seed``,
+        ``KEY.sd_game``, ``KEY.sd_resid``, ``KEY.seeds_needed``), the number of seeds and games; the
         table as text, JSON and an MLflow table (``results_table.json``, with each row's
         ``mode``); and the comparison plot with intervals (``regret_by_arm.png``). A resumed
         sweep logs them again, one step further on."""
@@ -1107,9 +1171,12 @@ class Sweep:
                 metrics.update({f"{a}.diff": r["diff"], f"{a}.diff_low": r["diff_low"],
                                 f"{a}.diff_high": r["diff_high"], f"{a}.half_width": r["half_width"],
                                 f"{a}.mde": r["mde"]})
+            for k in ("sd_seed", "sd_game", "sd_resid", "seeds_needed"):
+                if r.get(k) is not None:
+                    metrics[f"{a}.{k}"] = float(r[k])
         self.tracker.log_metrics(parent, metrics, step=step)
         cols = ["arm", "mode", "seeds", "games", "regret", "ci_low", "ci_high", "diff", "diff_low", "diff_high",
-                "half_width", "mde"]
+                "half_width", "mde", "sd_seed", "sd_game", "sd_resid", "seeds_needed"]
         data = {c: [r.get(c) for r in rows] for c in cols}
         data["verdict"] = [_verdict(r, baseline) for r in rows]
         data["training_seeds"] = [",".join(str(x) for x in r.get("training_seeds", [])) for r in rows]

@@ -262,7 +262,7 @@ def test_each_arm_is_judged_on_its_mode_with_its_mde():
     from yamblab.platform.sweep import minimum_detectable_effect
 
     rng = np.random.default_rng(1)
-    arms = _mode_arms(rng)
+    arms = _mode_arms(rng, seeds=tuple(range(6)))      # six training seeds: their spread is measured
     rows = summarise(arms, "base", {"policy-idea": "none"})
     assert [(r["arm"], r["mode"]) for r in rows] == [("base", "none"), ("base", "full_turn"),
                                                       ("policy-idea", "none"), ("value-idea", "full_turn")]
@@ -306,12 +306,16 @@ def test_mde_shrinks_as_one_over_root_games():
         mdes.append(summarise({"b": ArmResult("b", base, [0]), "a": ArmResult("a", arm, [0])}, "b")[1]["mde"])
     assert mdes[0] / mdes[1] == pytest.approx(2.0, rel=0.12)
     assert mdes[1] / mdes[2] == pytest.approx(2.0, rel=0.12)
-    # six seeds, the two-level bootstrap: the same scaling, within the noise of six seeds' spread
+    # six seeds, no seed effect: the same scaling, within the noise of six seeds' spread (the
+    # interval never drops below the seeds' own t interval, 5 degrees of freedom): medians of 9
     rng, mdes, seeds = np.random.default_rng(0), [], list(range(6))
     for games in (400, 3600):
-        base = rng.normal(20.0, 8.0, size=(6, games))
-        arm = base + rng.normal(0.0, 3.0, size=(6, games))
-        mdes.append(summarise({"b": ArmResult("b", base, seeds), "a": ArmResult("a", arm, seeds)}, "b")[1]["mde"])
+        reps = []
+        for _ in range(9):
+            base = rng.normal(20.0, 8.0, size=(6, games))
+            arm = base + rng.normal(0.0, 3.0, size=(6, games))
+            reps.append(summarise({"b": ArmResult("b", base, seeds), "a": ArmResult("a", arm, seeds)}, "b")[1]["mde"])
+        mdes.append(np.median(reps))
     assert mdes[0] / mdes[1] == pytest.approx(3.0, rel=0.25)
 
 
@@ -427,6 +431,11 @@ def test_variance_components_recover_a_known_design_and_plan_the_seeds():
     assert z * var(s) ** 0.5 <= 0.5 < z * var(s - 1) ** 0.5
     assert seeds_needed({"seed": 0.0, "game": 0.0, "resid": 1.0}, games=1000) == 1
     assert seeds_needed(known, games=10, target=0.5) is None    # the games' own spread is too wide
+    from yamblab.platform.sweep import design_for_target
+
+    assert design_for_target(known, 500) == (s, 500)
+    n_s, n_g = design_for_target(known, 10)
+    assert n_g == 31 and n_s == seeds_needed(known, 31)          # 2 * 1.96² * 1 / 0.25 = 30.7
 
 
 def test_the_table_says_what_the_target_needs():
@@ -439,4 +448,25 @@ def test_the_table_says_what_the_target_needs():
     assert pol["sd_seed"] == pytest.approx(3.0, rel=0.2) and pol["seeds_needed"] > 100
     text = format_table(rows, "base")
     assert f"policy-idea: the difference's SD between training seeds {pol['sd_seed']:.2f}" in text
+    assert pol["games_needed"] == 300
     assert f"±0.5 needs about {pol['seeds_needed']} training seeds at 300 games" in text
+
+
+def test_interval_over_few_seeds_covers_the_true_mean():
+    from yamblab.platform.sweep import _interval
+
+    # a training-seed effect as large as the main job's (SD 3 points) and noisy games: two seeds
+    # give a wide interval that still covers the true mean about 95% of the time
+    rng = np.random.default_rng(11)
+    hits, widths = 0, []
+    for _ in range(400):
+        x = 1.0 + rng.normal(0, 3.0, (2, 1)) + rng.normal(0, 2.0, (1, 200)) + rng.normal(0, 25.0, (2, 200))
+        lo, hi = _interval(x)
+        hits += lo <= 1.0 <= hi
+        widths.append(hi - lo)
+    assert 0.90 <= hits / 400 <= 0.995
+    # with many seeds and no seed effect the interval is the t interval's width
+    x = rng.normal(0, 10.0, (8, 500))
+    lo, hi = _interval(x)
+    assert (hi - lo) / 2 == pytest.approx(1.96 * 10.0 / np.sqrt(4000), rel=0.15)
+    assert np.median(widths) > 2 * (hi - lo)

@@ -256,12 +256,19 @@ def variance_components(d: np.ndarray) -> dict[str, float] | None:
     n_s, n_g = x.shape
     if n_s < 2 or n_g < 2:
         return None
+    ms_seed, ms_game, ms_e = _mean_squares(x)
+    return {"seed": max(0.0, (ms_seed - ms_e) / n_g), "game": max(0.0, (ms_game - ms_e) / n_s), "resid": ms_e}
+
+
+def _mean_squares(x: np.ndarray) -> tuple[float, float, float]:
+    """The two-way ANOVA mean squares (seeds, games, residual) of a (S >= 2, G >= 2) array."""
+    n_s, n_g = x.shape
     m = x.mean()
     rows, cols = x.mean(axis=1), x.mean(axis=0)
-    ms_seed = n_g * float(np.sum((rows - m) ** 2)) / (n_s - 1)
-    ms_game = n_s * float(np.sum((cols - m) ** 2)) / (n_g - 1)
+    ms_s = n_g * float(np.sum((rows - m) ** 2)) / (n_s - 1)
+    ms_g = n_s * float(np.sum((cols - m) ** 2)) / (n_g - 1)
     ms_e = float(np.sum((x - rows[:, None] - cols[None, :] + m) ** 2)) / ((n_s - 1) * (n_g - 1))
-    return {"seed": max(0.0, (ms_seed - ms_e) / n_g), "game": max(0.0, (ms_game - ms_e) / n_s), "resid": ms_e}
+    return ms_s, ms_g, ms_e
 
 
 def seeds_needed(vc: dict[str, float], games: int, target: float = TARGET_HALF_WIDTH) -> int | None:
@@ -283,29 +290,56 @@ def seeds_needed(vc: dict[str, float], games: int, target: float = TARGET_HALF_W
     return max(1, math.ceil((vc["seed"] + vc["resid"] / games) / room - 1e-12))
 
 
-def _interval(samples: np.ndarray, n_boot: int = 4000, seed: int = 0) -> tuple[float, float]:
+def design_for_target(vc: dict[str, float], games: int, target: float = TARGET_HALF_WIDTH) -> tuple[int, int]:
+    """(training seeds, evaluation games) that reach a 95% half-width of ``target``.
+
+    At the current ``games`` when some number of seeds reaches it (:func:`seeds_needed`);
+    otherwise at the games where the game term ``game/G`` takes half of the allowed variance
+    (``G = 2 * 1.96² * game / target²``), with the seeds that then reach it.
+    """
+    need = seeds_needed(vc, games, target)
+    if need is not None:
+        return need, games
+    z = float(stats.norm.ppf(0.975))
+    g = max(games + 1, math.ceil(2.0 * z * z * vc["game"] / target ** 2))
+    return seeds_needed(vc, g, target), g
+
+
+def _interval(samples: np.ndarray) -> tuple[float, float]:
     """95% interval of the mean of a (seeds, games) array.
 
-    One seed: Student t over the games. Several seeds: a two-level bootstrap that resamples
-    training seeds and evaluation games (the same games in every resample of every arm), so
-    the spread between seeds counts as well as the dice.
+    One seed: Student t over the games. Several seeds: the crossed two-way random-effects
+    model of :func:`variance_components` (every seed graded on the same games), whose mean has
+    the unbiased variance estimate ``(MS_seed + MS_game - MS_e) / (S G)``, with Satterthwaite's
+    degrees of freedom (Satterthwaite, Biometrics Bulletin 2(6), 1946; Searle, Casella and
+    McCulloch, *Variance Components*, 1992, sec. 4.7), so that the spread between training
+    seeds counts with the few degrees of freedom that S seeds give it. (A bootstrap over two
+    seeds is far too narrow: two runs of the main job with other seeds gave non-overlapping
+    intervals.)
     """
     x = np.atleast_2d(np.asarray(samples, dtype=np.float64))
     n_s, n_g = x.shape
     m = float(x.mean())
-    if n_s == 1:
-        v = x[0]
-        if n_g < 2 or v.std() == 0:
+    if n_s == 1 or n_g == 1:
+        v = x.ravel()
+        if v.size < 2 or v.std() == 0:
             return m, m
-        half = float(stats.t.ppf(0.975, n_g - 1) * stats.sem(v))
+        half = float(stats.t.ppf(0.975, v.size - 1) * stats.sem(v))
         return m - half, m + half
-    rng = np.random.default_rng(seed)
-    si = rng.integers(0, n_s, size=(n_boot, n_s))
-    gi = rng.integers(0, n_g, size=(n_boot, n_g))
-    per_seed = np.stack([x[:, g].mean(axis=1) for g in gi])            # (n_boot, n_s)
-    means = np.take_along_axis(per_seed, si, axis=1).mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return float(lo), float(hi)
+    ms_s, ms_g, ms_e = _mean_squares(x)
+    # the unbiased estimate when the games add to the seeds' spread; never less than the seeds'
+    # own t interval (MS_seed / (S G), S - 1 degrees of freedom: the seeds are the units)
+    num = ms_s + ms_g - ms_e
+    if num > ms_s:
+        parts = [(ms_s, n_s - 1), (ms_g, n_g - 1), (ms_e, (n_s - 1) * (n_g - 1))]
+        df = num ** 2 / sum(v * v / d for v, d in parts)
+    else:
+        num, df = ms_s, n_s - 1
+    if num <= 0.0:
+        return m, m
+    df = float(max(df, 1.0))
+    half = float(stats.t.ppf(0.975, df) * math.sqrt(num / (n_s * n_g)))
+    return m - half, m + half
 
 
 def _paired(a: ArmResult, b: ArmResult, mode: str | None) -> tuple[np.ndarray, np.ndarray] | None:
@@ -334,8 +368,9 @@ def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] |
 
     The difference of arm A from baseline B is paired by evaluation game (same dice) and by
     training seed: ``regret_A(s, g) - regret_B(s, g)``, both played in A's mode. Its 95%
-    interval is a Student t over the games with one seed, and a two-level bootstrap over seeds
-    and games with several (:func:`_interval`); the arm "matters" when the interval excludes 0.
+    interval is a Student t over the games with one seed, and with several the crossed
+    seeds × games random-effects interval of :func:`_interval` (Satterthwaite's degrees of
+    freedom); the arm "matters" when the interval excludes 0.
     Its MDE (:func:`minimum_detectable_effect`) is the smallest true difference that interval's
     test would detect with 80% power.
 
@@ -353,7 +388,8 @@ def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] |
         ``matters``, and with two seeds or more the difference's spread between training seeds,
         between games and the rest (``sd_seed``, ``sd_game``, ``sd_resid``, points per game:
         :func:`variance_components`) and the seeds that would reach the ±0.5 target at the same
-        games (``seeds_needed``, None when more games are needed first); ``note`` says why an
+        games, or at more games where those cannot (``seeds_needed``, ``games_needed``:
+        :func:`design_for_target`); ``note`` says why an
         arm has no comparison.
     """
     judge = dict(judge or {})
@@ -398,8 +434,9 @@ def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] |
                        mde=minimum_detectable_effect(half), matters=bool(dlo > 0 or dhi < 0))
             vc = variance_components(d)
             if vc is not None:
+                n_seeds, n_games = design_for_target(vc, d.shape[1])
                 row.update(sd_seed=math.sqrt(vc["seed"]), sd_game=math.sqrt(vc["game"]),
-                           sd_resid=math.sqrt(vc["resid"]), seeds_needed=seeds_needed(vc, d.shape[1]))
+                           sd_resid=math.sqrt(vc["resid"]), seeds_needed=n_seeds, games_needed=n_games)
         rows.append(row)
     return rows
 
@@ -443,7 +480,8 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
     if loss != "regret":
         lines.append(f"Each game's number: {loss} on the same dice (this card has no exact oracle).")
     if spread:
-        lines.append("95% intervals: bootstrap over training seeds and evaluation games (paired by seed and game).")
+        lines.append("95% intervals: training seeds and evaluation games both random (two-way ANOVA, Satterthwaite's "
+                     "degrees of freedom: few seeds give wide intervals), paired by seed and game.")
         lines += [f"  per-seed regret  {t}" for t in spread]
     else:
         lines.append("95% intervals over the evaluation games (one training seed per arm: seed-to-seed "
@@ -467,10 +505,9 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
             for r in these:
                 if "sd_seed" not in r:
                     continue
-                need = r["seeds_needed"]
-                plan = (f"±{target:g} needs about {need} training seeds at {r['games']} games"
-                        if need is not None else
-                        f"±{target:g} needs more than {r['games']} games (the games' own spread is too wide)")
+                plan = f"±{target:g} needs about {r['seeds_needed']} training seeds at {r['games_needed']} games"
+                if r["games_needed"] > r["games"]:
+                    plan += f" (at {r['games']} games the games' own spread alone is too wide)"
                 lines.append(f"    {r['arm']}: the difference's SD between training seeds {r['sd_seed']:.2f}, "
                              f"between games {r['sd_game']:.2f}, rest {r['sd_resid']:.2f} (points/game; "
                              f"from {r['seeds']} seeds, so rough); {plan}")
@@ -1153,7 +1190,7 @@ class Sweep:
         mode with its interval and minimum detectable effect (``KEY.diff``, ``KEY.diff_low``,
         ``KEY.diff_high``, ``KEY.half_width``, ``KEY.mde``), with two seeds or more the
         difference's variance components and the seeds the ±0.5 target needs (``KEY.sd_seed``,
-        ``KEY.sd_game``, ``KEY.sd_resid``, ``KEY.seeds_needed``), the number of seeds and games; the
+        ``KEY.sd_game``, ``KEY.sd_resid``, ``KEY.seeds_needed``, ``KEY.games_needed``), the number of seeds and games; the
         table as text, JSON and an MLflow table (``results_table.json``, with each row's
         ``mode``); and the comparison plot with intervals (``regret_by_arm.png``). A resumed
         sweep logs them again, one step further on."""
@@ -1171,12 +1208,12 @@ class Sweep:
                 metrics.update({f"{a}.diff": r["diff"], f"{a}.diff_low": r["diff_low"],
                                 f"{a}.diff_high": r["diff_high"], f"{a}.half_width": r["half_width"],
                                 f"{a}.mde": r["mde"]})
-            for k in ("sd_seed", "sd_game", "sd_resid", "seeds_needed"):
+            for k in ("sd_seed", "sd_game", "sd_resid", "seeds_needed", "games_needed"):
                 if r.get(k) is not None:
                     metrics[f"{a}.{k}"] = float(r[k])
         self.tracker.log_metrics(parent, metrics, step=step)
         cols = ["arm", "mode", "seeds", "games", "regret", "ci_low", "ci_high", "diff", "diff_low", "diff_high",
-                "half_width", "mde", "sd_seed", "sd_game", "sd_resid", "seeds_needed"]
+                "half_width", "mde", "sd_seed", "sd_game", "sd_resid", "seeds_needed", "games_needed"]
         data = {c: [r.get(c) for r in rows] for c in cols}
         data["verdict"] = [_verdict(r, baseline) for r in rows]
         data["training_seeds"] = [",".join(str(x) for x in r.get("training_seeds", [])) for r in rows]

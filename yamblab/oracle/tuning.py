@@ -111,7 +111,7 @@ def optuna_search(start: RuleOfThumb, rules: YahtzeeRules = OFFICIAL, trials: in
         start: the starting rule; rules: the variant; trials: number of trials.
         radius: half-width of the search box, points.
         sampler: ``"tpe"`` (Optuna's multivariate TPE) or ``"cmaes"`` (needs the ``cmaes``
-            package, started at ``start`` with sigma ``radius / 2``).
+            package, started at ``start`` with sigma ``radius / 3``).
         seed: the sampler's seed.
         on_trial: called as ``on_trial(n, score, rule)`` after each trial.
         score: the objective (default: :func:`exact_score` under ``rules``).
@@ -136,8 +136,9 @@ def optuna_search(start: RuleOfThumb, rules: YahtzeeRules = OFFICIAL, trials: in
         except ImportError:
             raise ValueError("the cmaes sampler needs the 'cmaes' package (pip install cmaes); "
                              "or use --method tpe") from None
-        samp = optuna.samplers.CmaEsSampler(seed=seed, x0=dict(zip(names, map(float, x0))),
-                                           sigma0=radius / 2)
+        # Optuna's defaults start the search at the centre of the box, which is ``start``, with a
+        # step of a sixth of the box (radius / 3); its x0 and sigma0 are deprecated since 4.9
+        samp = optuna.samplers.CmaEsSampler(seed=seed)
     else:
         raise ValueError(f"unknown sampler {sampler!r}; choose tpe or cmaes")
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -450,6 +450,11 @@ def test_the_table_says_what_the_target_needs():
     assert f"policy-idea: the difference's SD between training seeds {pol['sd_seed']:.2f}" in text
     assert pol["games_needed"] == 300
     assert f"±0.5 needs about {pol['seeds_needed']} training seeds at 300 games" in text
+    # another target is planned for that target; no target, no plan
+    wide = format_table(rows, "base", target=2.0)
+    assert "±2 needs about" in wide and "±0.5 needs" not in wide
+    plain = format_table(rows, "base", target=None)
+    assert "policy-idea: the difference's SD between training seeds" in plain and "needs about" not in plain
 
 
 def test_interval_over_few_seeds_covers_the_true_mean():

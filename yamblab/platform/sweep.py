@@ -505,12 +505,17 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
             for r in these:
                 if "sd_seed" not in r:
                     continue
-                plan = f"±{target:g} needs about {r['seeds_needed']} training seeds at {r['games_needed']} games"
-                if r["games_needed"] > r["games"]:
-                    plan += f" (at {r['games']} games the games' own spread alone is too wide)"
-                lines.append(f"    {r['arm']}: the difference's SD between training seeds {r['sd_seed']:.2f}, "
-                             f"between games {r['sd_game']:.2f}, rest {r['sd_resid']:.2f} (points/game; "
-                             f"from {r['seeds']} seeds, so rough); {plan}")
+                line = (f"    {r['arm']}: the difference's SD between training seeds {r['sd_seed']:.2f}, "
+                        f"between games {r['sd_game']:.2f}, rest {r['sd_resid']:.2f} (points/game; "
+                        f"from {r['seeds']} seeds, so rough)")
+                if target is not None:
+                    # the row's design is for the default target: plan again for this table's one
+                    vc = {"seed": r["sd_seed"] ** 2, "game": r["sd_game"] ** 2, "resid": r["sd_resid"] ** 2}
+                    n_seeds, n_games = design_for_target(vc, r["games"], target)
+                    line += f"; ±{target:g} needs about {n_seeds} training seeds at {n_games} games"
+                    if n_games > r["games"]:
+                        line += f" (at {r['games']} games the games' own spread alone is too wide)"
+                lines.append(line)
     return "\n".join(lines)
 
 

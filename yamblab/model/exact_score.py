@@ -6,50 +6,25 @@ batched forward passes, and the backward pass of :mod:`yamblab.oracle.policy_eva
 exact expected score of the agent that plays against those values, with no sampling noise.
 
 **What the network is given.** A boundary state is (filled boxes, upper subtotal capped at 63,
-Yahtzee box), but the network's input is a whole card: each box's points, and the uncapped
-upper total. Each boundary state is therefore shown as one *canonical card*: lower boxes hold
-the representative points full-turn search uses for hypothetical cards
-(:data:`yamblab.search.expectimax.LOWER_REPRESENTATIVE`), the Yahtzee box 0 or 50, and the
-filled upper boxes the split of the subtotal closest to three of each face (for a capped 63,
-the smallest total of at least 63). In a real game the search shows the network the card as
-played, so a network whose value depends on more than the boundary state plays slightly
-differently there; the figure here is exact for the agent of the canonical values.
+Yahtzee box), but the network's input is a whole card. Every Yahtzee position, in play and in
+training as here, is encoded from the *canonical card* of its state
+(:mod:`yamblab.games.yahtzee.canonical`: representative lower-box points, the Yahtzee box 0 or
+50, the upper subtotal split closest to three of each face), so the network's value is a
+function of the boundary state alone and the figure here is exact for the agent that plays.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
-from functools import lru_cache
 
 import numpy as np
 
+from yamblab.games.yahtzee.canonical import LOWER_REPRESENTATIVE, canonical_card, upper_splits
 from yamblab.games.yahtzee.game import encode_yahtzee_boundary
 from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
 from yamblab.oracle.policy_eval import expected_score
-from yamblab.search.expectimax import LOWER_REPRESENTATIVE
 
 __all__ = ["canonical_cards", "network_table", "exact_network_score"]
-
-
-@lru_cache(maxsize=1)
-def _upper_splits() -> dict[int, dict[int, tuple[tuple[int, ...], int]]]:
-    """For each 6-bit upper mask: capped subtotal -> (points per upper box, uncapped total)."""
-    out: dict[int, dict[int, tuple[tuple[int, ...], int]]] = {}
-    for um in range(64):
-        faces = [f for f in range(6) if (um >> f) & 1]
-        best: dict[int, tuple[tuple[int, int], tuple[int, ...], int]] = {}
-        for counts in itertools.product(range(6), repeat=len(faces)):
-            total = sum((f + 1) * n for f, n in zip(faces, counts))
-            key = min(total, 63)
-            rank = (total - 63 if total >= 63 else 0, sum(abs(n - 3) for n in counts))
-            if key not in best or rank < best[key][0]:
-                pts = [-1] * 6
-                for f, n in zip(faces, counts):
-                    pts[f] = (f + 1) * n
-                best[key] = (rank, tuple(pts), total)
-        out[um] = {u: (p, t) for u, (_, p, t) in best.items()}
-    return out
 
 
 def canonical_cards(rules: YahtzeeRules = OFFICIAL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -60,7 +35,7 @@ def canonical_cards(rules: YahtzeeRules = OFFICIAL) -> tuple[np.ndarray, np.ndar
         open boxes, upper_raw int64 (n,))``; n = 536,448 reachable states less the two full
         cards under official rules (without an upper bonus the subtotal lane is 0).
     """
-    splits = _upper_splits()
+    splits = upper_splits()
     states, scores, raws = [], [], []
     lower_boxes = (6, 7, 8, 9, 10, 12)
     hi = np.arange(64)                                  # bits 6..11 of mask12: the lower boxes but Yahtzee
@@ -89,6 +64,7 @@ def canonical_cards(rules: YahtzeeRules = OFFICIAL) -> tuple[np.ndarray, np.ndar
     if not rules.upper_bonus:                           # one lane: one card per (mask, ystate)
         _, first = np.unique(states_a, axis=0, return_index=True)
         states_a, scores_a, raws_a = states_a[first], scores_a[first], raws_a[first]
+        scores_a, raws_a = canonical_card(scores_a, raws_a, rules)   # three of each face
     return states_a, scores_a, raws_a
 
 

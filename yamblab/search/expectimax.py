@@ -32,6 +32,7 @@ from typing import Literal
 import numpy as np
 
 from yamblab.games.dice import KEEPS, P_ROLL_GIVEN_KEEP, ROLLS
+from yamblab.games.yahtzee.canonical import LOWER_REPRESENTATIVE  # points of a successor's lower box
 from yamblab.games.encoding import HOLD_OFFSET, N_ACTIONS, EncodedBatch
 from yamblab.games.yahtzee.game import encode_yahtzee_boundary as encode_boundary
 from yamblab.games.yahtzee.game import encode_yahtzee_positions as encode_positions
@@ -45,9 +46,6 @@ Depth = Literal["none", "one_step", "full_turn"]
 YAHTZEE_BOX = 11
 CHANCE_BOX = 12
 
-#: Representative points shown in a lower box of a hypothetical successor card (the points
-#: still to come do not depend on them; any value a real game shows would do).
-LOWER_REPRESENTATIVE = {6: 20, 7: 15, 8: 25, 9: 30, 10: 40, 12: 22}
 
 # The at most 44 ways a turn can end: (box, points).
 _CAND_BOX = np.array([c for c in range(6) for _ in range(6)] + [6, 7, 8, 9, 10, 12, 11, 11], np.int64)

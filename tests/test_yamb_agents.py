@@ -65,6 +65,14 @@ def test_grade_yamb_summary_is_deterministic_and_paired_with_the_baseline():
     assert r1.ci[0] < r1.mean < r1.ci[1] and r1.sd > 0 and r1.p90 >= r1.median
     assert not r1.has_regret and r1.to_dict()["regret_mean"] is None      # no oracle for 4 columns
     assert r1.diff_mean == pytest.approx(r1.mean - r1.baseline_mean) and r1.diff_ci[1] < -300
+    # further yardsticks on the same dice: the greedy bot's scores given as a yardstick give the
+    # baseline's paired difference; the agent against its own scores differs by exactly zero
+    r3 = grade_yamb(make_agent("random", CRO, seed=3), g, games=40, seed=3,
+                    yardsticks={"greedy": r1.baseline_scores, "self": r1.scores})
+    assert r3.versus["greedy"] == pytest.approx((r1.diff_mean, *r1.diff_ci))
+    assert r3.versus["self"] == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="yardstick 'short' has 3 scores for 40 games"):
+        grade_yamb(make_agent("random", CRO, seed=3), g, games=40, seed=3, yardsticks={"short": [1, 2, 3]})
 
 
 def test_heuristic_regret_is_small_on_a_down_column():

@@ -291,15 +291,9 @@ class Evaluator:
                 self._baseline = (bot, play_scores(bot, self.game, most, rt.eval_seed))
                 self._greedy = play_scores(make_agent("greedy", self.game), self.game, most, rt.eval_seed)
             kw = {} if self._baseline is None else {"baseline": self._baseline[0],
-                                                    "baseline_scores": self._baseline[1][:n_games]}
-            report = grade_yamb(agent, self.game, games=n_games, seed=rt.eval_seed, **kw)
-            if self._greedy is not None:
-                # the second, weaker yardstick on the same dice: points above the greedy bot
-                from yamblab.oracle.grading import mean_ci
-
-                m, lo, hi = mean_ci(np.asarray(report.scores, np.float64) - self._greedy[:n_games])
-                report.vs_greedy = (m, lo, hi)
-            return report
+                                                    "baseline_scores": self._baseline[1][:n_games],
+                                                    "yardsticks": {"greedy": self._greedy[:n_games]}}
+            return grade_yamb(agent, self.game, games=n_games, seed=rt.eval_seed, **kw)
         import ray
 
         from yamblab.oracle.grading import decision_kinds, grade
@@ -340,9 +334,8 @@ def eval_payload(report, version: int, seconds: float) -> dict:
         metrics.update({"eval.vs_baseline_mean": report.diff_mean, "eval.vs_baseline_ci_low": report.diff_ci[0],
                         "eval.vs_baseline_ci_high": report.diff_ci[1],
                         "eval.baseline_score_mean": report.baseline_mean})
-        if report.vs_greedy is not None:
-            metrics.update(dict(zip(("eval.vs_greedy_mean", "eval.vs_greedy_ci_low", "eval.vs_greedy_ci_high"),
-                                    report.vs_greedy)))
+        for name, ci in report.versus.items():
+            metrics.update(dict(zip((f"eval.vs_{name}_mean", f"eval.vs_{name}_ci_low", f"eval.vs_{name}_ci_high"), ci)))
         loss = f"points below {report.baseline_agent}"
         per_game = np.asarray(report.baseline_scores, np.float64) - np.asarray(report.scores, np.float64)
     if report.upper_bonus_rate is not None:

@@ -42,8 +42,9 @@ class GradeReport:
     chosen. A game with no exact oracle (a Yamb card of several columns) has no regret
     (``regret_mean`` is NaN); it is compared instead with a **baseline** bot on the same dice:
     ``baseline_mean`` and the paired difference ``diff_mean`` (agent − baseline) with its 95%
-    interval ``diff_ci``; ``vs_greedy`` (mean, low, high), when set, is the same paired
-    comparison with the greedy bot. ``upper_bonus_rate`` is the share of upper bonuses reached (None
+    interval ``diff_ci``; ``versus`` maps the name of each further yardstick (another bot's
+    scores on the same dice, e.g. ``"greedy"``) to the same paired comparison, (mean, low, high)
+    points. ``upper_bonus_rate`` is the share of upper bonuses reached (None
     under rules without one); ``yahtzee_rate`` is Yahtzee's alone (None for Yamb).
     """
 
@@ -70,7 +71,7 @@ class GradeReport:
     diff_mean: float | None = None
     diff_ci: tuple[float, float] | None = None
     baseline_scores: np.ndarray | None = field(default=None, repr=False)
-    vs_greedy: tuple[float, float, float] | None = None
+    versus: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
     @property
     def has_regret(self) -> bool:

@@ -77,7 +77,8 @@ def play_scores(agent, game, games: int, seed: int, first_game: int = 0) -> np.n
 
 
 def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0, oracle=None,
-               baseline=None, baseline_scores: np.ndarray | None = None, progress: bool = False) -> GradeReport:
+               baseline=None, baseline_scores: np.ndarray | None = None,
+               yardsticks: dict[str, np.ndarray] | None = None, progress: bool = False) -> GradeReport:
     """Play ``games`` seeded Yamb games with ``agent`` and grade them.
 
     Args:
@@ -88,16 +89,19 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
             game has one; pass ``False`` to skip regret).
         baseline: an agent to compare with on the same dice (cards without an oracle); or
             ``baseline_scores``: its scores on these games, float64 (games,), already played.
+        yardsticks: further paired comparisons on the same dice: name -> that agent's scores
+            on these games, float (games,); each fills ``report.versus[name]``.
         progress: a progress bar over games.
 
     Returns:
         :class:`~yamblab.oracle.grading.GradeReport` (game ``"yamb"``): regret per game, by
         decision kind (:func:`decision_names`) and by row, when there is an oracle; the paired
-        difference from the baseline when one is given; ``upper_bonus_rate`` is the share of
+        difference from the baseline when one is given, and from each yardstick;
+        ``upper_bonus_rate`` is the share of
         the card's columns whose upper bonus was reached.
 
     Raises:
-        ValueError: ``games`` < 1.
+        ValueError: ``games`` < 1, or a yardstick without one score per game.
         IllegalActionError: the agent chose an illegal action.
     """
     if int(games) < 1:
@@ -169,6 +173,11 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
         report.baseline_mean = float(np.mean(baseline_scores))
         report.diff_mean, report.diff_ci = dm, (dlo, dhi)
         report.baseline_scores = np.asarray(baseline_scores, np.float64)
+    for name, other in (yardsticks or {}).items():
+        other = np.asarray(other, np.float64)
+        if other.shape != s.shape:
+            raise ValueError(f"yardstick {name!r} has {other.size} scores for {s.size} games")
+        report.versus[name] = mean_ci(s - other)
     return report
 
 

@@ -156,32 +156,38 @@ class FullTurnSearch:
         if live.any():
             vals[live] = self.net_values.values(encode_boundary(scores[live], raw[live], self.rules))
         split = np.searchsorted(owner, np.arange(need.size + 1))
-        cur = batch.boundary_states()
         for j, g in enumerate(need):
-            s = states[split[j]:split[j + 1]]
-            v = vals[split[j]:split[j + 1]]
-            self.succ_states[g] = s
-            self.succ_values[g] = v
-            self.scratch[s[:, 0], s[:, 1], s[:, 2]] = v
-            e1, e2 = _kernels.turn_solutions(self.scratch, *self._args(), np.ascontiguousarray(cur[g:g + 1]),
-                                             self.turn_value[g:g + 1])
-            self.E1[g] = e1[0]
-            self.E2[g] = e2[0]
+            self.succ_states[g] = states[split[j]:split[j + 1]]
+            self.succ_values[g] = vals[split[j]:split[j + 1]]
+        # One pass for all games: positions are encoded from the canonical card of their state,
+        # so games that share a successor state give it the same value.
+        self.scratch[states[:, 0], states[:, 1], states[:, 2]] = vals
+        tv = np.zeros(need.size)
+        e1, e2 = _kernels.turn_solutions(self.scratch, *self._args(), np.ascontiguousarray(batch.boundary_states()[need]), tv)
+        self.E1[need] = e1
+        self.E2[need] = e2
+        self.turn_value[need] = tv
         self._turn[need] = turn[need]
 
     def action_values(self, batch):
-        """``(box (n, 13), hold (n, 32), keeps (n, 32))`` as in :meth:`TurnValues.action_values`."""
+        """``(box (n, 13), hold (n, 32), keeps (n, 32))`` as in :meth:`TurnValues.action_values`.
+
+        The successors of every game in play are written into one table before one batched
+        pass (a game whose turn began under other weights keeps the values of its turn's start
+        unless another game shares the state).
+        """
         if self.table_values is not None:
             return self.table_values.action_values(batch)
         self._update(batch)
         n = batch.n
-        states = batch.boundary_states()
-        rolls = batch.roll_indices()
         box = np.full((n, 13), -np.inf)
-        for g in np.flatnonzero(batch.turn < 13):
-            s = self.succ_states[g]
-            self.scratch[s[:, 0], s[:, 1], s[:, 2]] = self.succ_values[g]
-            box[g] = _kernels.box_values(self.scratch, *self._args(), states[g:g + 1], rolls[g:g + 1])[0]
+        play = np.flatnonzero(batch.turn < 13)
+        if play.size:
+            s = np.concatenate([self.succ_states[g] for g in play])
+            self.scratch[s[:, 0], s[:, 1], s[:, 2]] = np.concatenate([self.succ_values[g] for g in play])
+            box[play] = _kernels.box_values(self.scratch, *self._args(),
+                                            np.ascontiguousarray(batch.boundary_states()[play]),
+                                            np.ascontiguousarray(batch.roll_indices()[play]))
         keeps = batch.hold_keeps()
         return box, hold_values(self.E1, self.E2, keeps, batch.rolls_left), keeps
 

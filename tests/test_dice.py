@@ -79,3 +79,15 @@ def test_best_sub_keep_on_the_keep_lattice_equals_the_max_over_every_sub_keep(n_
     # a keep worth the most everywhere is the best of every roll that allows it
     v[:, 0] = 100.0
     assert (t.best_sub_keep(v) == 100.0).all()
+
+
+@pytest.mark.parametrize("n_dice", [5, 6])
+def test_sparse_keep_average_equals_the_dense_product(n_dice):
+    from yamblab.games.dice6 import dice_tables
+
+    t = dice_tables(n_dice)
+    v = np.random.default_rng(n_dice).normal(size=(9, t.n_rolls))
+    np.testing.assert_allclose(t.keep_average(v), v @ t.p_roll_given_keep.T, rtol=0, atol=1e-12)
+    # a constant is its own average from every keep; one row in, one row out
+    np.testing.assert_allclose(t.keep_average(np.full((1, t.n_rolls), 7.0)), 7.0, atol=1e-12)
+    assert t.keep_average(v[:1]).shape == (1, t.n_keeps)

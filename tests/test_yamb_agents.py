@@ -92,3 +92,16 @@ def test_full_turn_search_on_the_column_oracle_plays_with_zero_regret():
         assert rep.regret_mean == pytest.approx(0.0, abs=1e-9)
         opt = grade_yamb(make_agent("oracle", g), g, 40, seed=2)
         assert rep.mean == pytest.approx(opt.mean)          # same dice, same (optimal) play
+
+
+def test_unique_rows_groups_equal_rows_exactly():
+    from yamblab.oracle.yamb_turn import _unique_rows
+
+    rng = np.random.default_rng(4)
+    base = rng.normal(size=(5, 30))
+    a = base[rng.integers(0, 5, size=40)]
+    uniq, inv = _unique_rows(a)
+    assert uniq.shape[0] == len({tuple(r) for r in a.tolist()})
+    np.testing.assert_array_equal(uniq[inv], a)
+    one, inv1 = _unique_rows(a[:1])
+    np.testing.assert_array_equal(one[inv1], a[:1])

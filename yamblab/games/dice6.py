@@ -88,6 +88,22 @@ class DiceTables:
             np.maximum(best[:, lvl], best[:, down[lvl]].max(axis=2), out=best[:, lvl])
         return best[:, int(off[self.n_dice]):]
 
+    def keep_average(self, values: np.ndarray) -> np.ndarray:
+        """For every keep, the average of ``values`` over the rolls it leads to.
+
+        Equal to ``values @ p_roll_given_keep.T`` (``Σ_r P(r | keep) · values[:, r]``), computed
+        with the sparse ``P(roll | keep)``: a keep of m dice reaches only the rolls that contain
+        it, 4,368 of the 116,424 (roll, keep) pairs for five dice and 12,376 of 426,888 for six.
+
+        Args:
+            values: float (B, n_rolls) value of each roll.
+
+        Returns:
+            float64 (B, n_keeps).
+        """
+        v = np.asarray(values, dtype=np.float64)
+        return np.asarray(_p_sparse(self.n_dice) @ v.T).T
+
     @property
     def n_holds(self) -> int:
         return 1 << self.n_dice
@@ -114,6 +130,14 @@ class DiceTables:
         if len(h) != 6 or any(c < 0 for c in h) or sum(h) > self.n_dice:
             raise InvalidDiceError(f"keep histogram {h} is not 0..{self.n_dice} dice")
         return _keep_lookup(self.n_dice)[h]
+
+
+@lru_cache(maxsize=None)
+def _p_sparse(n_dice: int):
+    """``P(roll | keep)`` of :func:`dice_tables` as a scipy CSR matrix (n_keeps, n_rolls)."""
+    from scipy import sparse
+
+    return sparse.csr_matrix(dice_tables(n_dice).p_roll_given_keep)
 
 
 @lru_cache(maxsize=None)

@@ -182,7 +182,6 @@ class ColumnOracle(ActionAdvice):
                     nxt[ns] = None
             layers_states.append(list(nxt))
         P = t.p_roll_given_keep              # (n_keeps, n_rolls)
-        PT = np.ascontiguousarray(P.T)       # (n_rolls, n_keeps)
         sub = t.sub_keeps
         self.layers: list[_Layer] = [None] * R
         v_next = np.zeros(1)
@@ -201,7 +200,7 @@ class ColumnOracle(ActionAdvice):
             v = q[:, xi[:, L - 1]]                                 # (S, n_rolls)
             kv = np.empty((len(states), max(L - 1, 0), t.n_keeps))
             for j in range(L - 2, -1, -1):
-                kj = v @ PT                                        # (S, n_keeps)
+                kj = t.keep_average(v)                             # (S, n_keeps)
                 kv[:, j] = kj
                 v = np.maximum(q[:, xi[:, j]], kj[:, sub].max(axis=2))
             value = v @ P[0]

@@ -62,7 +62,6 @@ def _turn_dp(rules: YambRules, best: np.ndarray, best_pure: np.ndarray | None = 
     """
     t = dice_tables(rules.n_dice)
     B, L, _ = best.shape
-    PT = t.p_roll_given_keep.T
     K = np.empty((B, max(L - 1, 0), t.n_keeps))
     if best_pure is None:
         best_pure = best
@@ -72,7 +71,7 @@ def _turn_dp(rules: YambRules, best: np.ndarray, best_pure: np.ndarray | None = 
     p_empty = t.p_roll_given_keep[0]
     v, vp = best[:, L - 1], best_pure[:, L - 1]
     for j in range(L - 2, -1, -1):
-        kj = v @ PT
+        kj = t.keep_average(v)
         if has_pure:
             kj[:, 0] = vp @ p_empty                     # the empty keep: every die rerolled
         K[:, j] = kj
@@ -80,6 +79,25 @@ def _turn_dp(rules: YambRules, best: np.ndarray, best_pure: np.ndarray | None = 
         v = np.maximum(best[:, j], sub)
         vp = np.maximum(best_pure[:, j], sub) if has_pure else v
     return K, vp @ p_empty
+
+
+def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a float (b, m) array and each row's index among them: ``(uniq
+    (u, m), inv int64 (b,))`` with ``uniq[inv] == a`` exactly.
+
+    Rows are grouped by a random projection (a 1-D sort instead of ``np.unique(axis=0)``'s
+    row sort) and the grouping is then checked; if two different rows ever shared a
+    projection, every row is kept as its own.
+    """
+    a = np.asarray(a, np.float64)
+    if a.shape[0] < 2:
+        return a, np.arange(a.shape[0])
+    proj = a @ np.random.default_rng(0x0A11).standard_normal(a.shape[1])
+    _, first, inv = np.unique(proj, return_index=True, return_inverse=True)
+    uniq = a[first]
+    if not np.array_equal(uniq[inv], a):
+        return a, np.arange(a.shape[0])
+    return uniq, inv.reshape(-1)
 
 
 class TurnPlanner:
@@ -234,8 +252,8 @@ class TurnPlanner:
                 sub = idx[part]
                 S = self.S[:, row, :L]                                 # (n_rolls, L)
                 # Many games value this box alike (e.g. a combination row): solve each once.
-                uniq, inv = np.unique(W[sub, ac, row], axis=0, return_inverse=True)
-                Kp = _turn_dp(r, uniq[:, S.T])[0][inv.reshape(-1)]    # (b, L-1, n_keeps)
+                uniq, inv = _unique_rows(W[sub, ac, row])
+                Kp = _turn_dp(r, uniq[:, S.T])[0][inv]                # (b, L-1, n_keeps)
                 K[part, :L - 1] = Kp
                 if L > 1:
                     hv = np.take_along_axis(Kp[:, 0], hold_keeps[sub], axis=1).max(axis=1)

@@ -42,6 +42,7 @@ extensions = [
     Extension("yamblab.games.yahtzee._engine", ["yamblab/games/yahtzee/_engine.pyx"], **common),
     Extension("yamblab.oracle._kernels", ["yamblab/oracle/_kernels.pyx"], **common),
     Extension("yamblab.games.yamb._engine", ["yamblab/games/yamb/_engine.pyx"], **common),
+    Extension("yamblab.games._dice_kernels", ["yamblab/games/_dice_kernels.pyx"], **common),
     Extension("yamblab.oracle._yamb_free", ["yamblab/oracle/_yamb_free.pyx"], **common),
     Extension("yamblab.oracle._target", ["yamblab/oracle/_target.pyx"], **common),
     Extension("yamblab.oracle._occupancy", ["yamblab/oracle/_occupancy.pyx"], **common),

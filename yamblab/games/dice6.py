@@ -80,13 +80,11 @@ class DiceTables:
         Returns:
             float (B, n_rolls).
         """
-        best = np.array(values, dtype=np.float64, copy=True)
-        down = _keep_down(self.n_dice)
-        off = self.keep_offset
-        for m in range(1, self.n_dice + 1):
-            lvl = slice(int(off[m]), int(off[m + 1]))
-            np.maximum(best[:, lvl], best[:, down[lvl]].max(axis=2), out=best[:, lvl])
-        return best[:, int(off[self.n_dice]):]
+        from yamblab.games._dice_kernels import best_sub_keep
+
+        v = np.ascontiguousarray(values, dtype=np.float64)
+        return best_sub_keep(v.reshape(-1, self.n_keeps), _keep_down(self.n_dice),
+                             int(self.keep_offset[self.n_dice]))
 
     def keep_average(self, values: np.ndarray) -> np.ndarray:
         """For every keep, the average of ``values`` over the rolls it leads to.

@@ -105,3 +105,17 @@ def test_unique_rows_groups_equal_rows_exactly():
     np.testing.assert_array_equal(uniq[inv], a)
     one, inv1 = _unique_rows(a[:1])
     np.testing.assert_array_equal(one[inv1], a[:1])
+
+
+def test_best_box_over_legal_boxes_equals_the_masked_max():
+    from yamblab.oracle.yamb_turn import NEG, _best_box
+
+    rng = np.random.default_rng(5)
+    B, C, R, L, n_rolls, smax = 6, 4, 13, 3, 252, 80
+    W = rng.normal(size=(B, C, R, smax + 1))
+    S = rng.integers(0, smax + 1, size=(n_rolls, R, L))
+    legal = rng.random((B, C, R, L)) < 0.2
+    legal[0] = False                                   # a game with no legal box at all
+    dense = np.where(legal[..., None], W[:, :, np.arange(R)[:, None, None], S.transpose(1, 2, 0)], NEG)
+    np.testing.assert_array_equal(_best_box(W, S, legal), dense.max(axis=(1, 2)))
+    assert (_best_box(W, S, legal)[0] == NEG).all()

@@ -81,6 +81,33 @@ def _turn_dp(rules: YambRules, best: np.ndarray, best_pure: np.ndarray | None = 
     return K, vp @ p_empty
 
 
+def _best_box(W: np.ndarray, S: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """The best box value of every roll at every roll number, over the legal boxes only.
+
+    Args:
+        W: float (B, C, R, smax + 1) box values; S: int (n_rolls, R, L) the score of each roll
+            in each row at roll j; legal: bool (B, C, R, L) the boxes allowed at roll j.
+
+    Returns:
+        float64 (B, L, n_rolls): ``max`` over legal (c, r) of ``W[b, c, r, S[roll, r, j]]``,
+        :data:`NEG` where no box is legal (equal to masking all C·R boxes, without
+        gathering the illegal ones).
+    """
+    B, _, _, L = legal.shape
+    n_rolls = S.shape[0]
+    out = np.full((B, L, n_rolls), NEG)
+    b, c, r, j = np.nonzero(legal)                    # in (b, c, r, j) order
+    if b.size == 0:
+        return out
+    vals = W[b[:, None], c[:, None], r[:, None], S[:, r, j].T]         # (k, n_rolls)
+    order = np.lexsort((j, b))                          # group the boxes of each (game, roll j)
+    b, j, vals = b[order], j[order], vals[order]
+    key = b * L + j
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    out[b[start], j[start]] = np.maximum.reduceat(vals, start, axis=0)
+    return out
+
+
 def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of a float (b, m) array and each row's index among them: ``(uniq
     (u, m), inv int64 (b,))`` with ``uniq[inv] == a`` exactly.
@@ -187,14 +214,13 @@ class TurnPlanner:
         r = self.rules
         rm = batch.rolls_max[games].astype(np.int64)
         ac = r.announce_column
-        rows = np.arange(r.n_rows)[:, None, None]
         v_start = np.zeros(len(games))
         for L in np.unique(rm):
             L = int(L)
             sel = np.flatnonzero(rm == L)
             g = games[sel]
             S = self.S[:, :, :L]                                     # (n_rolls, R, L)
-            Wr = W[sel][:, :, rows, S.transpose(1, 2, 0)]            # (B, C, R, L, n_rolls)
+            Wg = W[sel]
             ann = batch.announced[g]
             legal = self._legal_by_roll(batch, g, L)
             pure = self._legal_by_roll(batch, g, L, pure=True) \
@@ -204,12 +230,13 @@ class TurnPlanner:
                 legal[bi, ac, ann[bi], :] = True
                 if pure is not None:
                     pure[bi] = legal[bi]
-            best = np.where(legal[..., None], Wr, NEG).max(axis=(1, 2))     # (B, L, n_rolls)
+            best = _best_box(Wg, S, legal)                                   # (B, L, n_rolls)
             best_pure = None
             if pure is not None:
                 # A pure roll adds announce-column boxes to the legal ones (no others).
-                extra = pure[:, ac] & ~legal[:, ac]                          # (B, R, L)
-                best_pure = np.maximum(best, np.where(extra[..., None], Wr[:, ac], NEG).max(axis=1))
+                extra = np.zeros_like(legal)
+                extra[:, ac] = pure[:, ac] & ~legal[:, ac]
+                best_pure = np.maximum(best, _best_box(Wg, S, extra))
             K, v0 = _turn_dp(r, best, best_pure)
             self._K[g, :K.shape[1]] = K
             v_start[sel] = v0
@@ -238,28 +265,33 @@ class TurnPlanner:
         rm = batch.rolls_max[games].astype(np.int64)
         out = np.full((len(games), r.n_rows), NEG)
         Ks = {}
+        jobs = []                                   # (row, part, sub, L, its DP input, inverse)
         for row in range(r.n_rows):
             openg = batch.card[games, ac, row] < 0
             if not openg.any():
                 continue
             idx = np.flatnonzero(openg)
             Lmax = int(rm[idx].max())
-            K = np.zeros((len(idx), max(Lmax - 1, 0), self.tables.n_keeps))
-            val = W[idx, ac, row, self.S[ridx[idx], row, 0]]          # score the first roll
+            Ks[row] = (idx, np.zeros((len(idx), max(Lmax - 1, 0), self.tables.n_keeps)))
+            out[idx, row] = W[idx, ac, row, self.S[ridx[idx], row, 0]]   # score the first roll
             for L in np.unique(rm[idx]):
                 L = int(L)
                 part = np.flatnonzero(rm[idx] == L)
                 sub = idx[part]
-                S = self.S[:, row, :L]                                 # (n_rolls, L)
                 # Many games value this box alike (e.g. a combination row): solve each once.
                 uniq, inv = _unique_rows(W[sub, ac, row])
-                Kp = _turn_dp(r, uniq[:, S.T])[0][inv]                # (b, L-1, n_keeps)
-                K[part, :L - 1] = Kp
+                jobs.append((row, part, sub, L, uniq[:, self.S[:, row, :L].T], inv))
+        for L in sorted({job[3] for job in jobs}):  # one DP for every row of a horizon
+            group = [job for job in jobs if job[3] == L]
+            K_all = _turn_dp(r, np.concatenate([job[4] for job in group]))[0]
+            at = 0
+            for row, part, sub, _, best, inv in group:
+                Kp = K_all[at:at + best.shape[0]][inv]                  # (b, L-1, n_keeps)
+                at += best.shape[0]
+                Ks[row][1][part, :L - 1] = Kp
                 if L > 1:
                     hv = np.take_along_axis(Kp[:, 0], hold_keeps[sub], axis=1).max(axis=1)
-                    val[part] = np.maximum(val[part], hv)
-            out[idx, row] = val
-            Ks[row] = (idx, K)
+                    out[sub, row] = np.maximum(out[sub, row], hv)
         return out, Ks
 
     # ------------------------------------------------------------------ acting

@@ -187,9 +187,8 @@ def encode_yamb(batch, rules=None) -> EncodedBatch:
     enc = EncodedBatch.empty(n)
     card = batch.card.astype(np.float32)
     filled = card >= 0
-    sc = np.where(filled, card, 0.0)
-    enc.columns[:, :C, :R, 0] = filled
-    enc.columns[:, :C, :R, 1] = sc / SCORE_SCALE
+    sc = np.where(filled, card, np.float32(0.0))
+    enc.columns[:, :C, :R] = np.stack([filled.astype(np.float32), sc / np.float32(SCORE_SCALE)], axis=-1)
     enc.column_type[:, :C] = [COLUMN_TYPES.index(k) for k in rules.columns]
     up = sc[:, :, :6].sum(axis=2)
     enc.column_features[:, :C, 0] = up / 60.0
@@ -221,8 +220,8 @@ def encode_yamb(batch, rules=None) -> EncodedBatch:
         pure = (ru == 1) if pure is None else (np.asarray(pure) != 0)
         enc.state[:, 27] = np.where(done | (ann >= 0), 0.0, pure.astype(np.float32))
     legal = batch.legal_actions()
-    shared = yamb_shared_index(rules)
-    enc.legal[:, shared] = legal
+    if legal.any():                 # search leaves and boundary cards have no legal action
+        enc.legal[:, yamb_shared_index(rules)] = legal
     return enc
 
 

@@ -147,7 +147,8 @@ class YambNet(nn.Module):
         x = enc if isinstance(enc, Inputs) else Inputs.from_encoded(enc, self.device)
         x = x.to(self.device)
         was = self.training
-        self.eval()
+        if was:                     # switching modes walks every module: only when needed
+            self.eval()
         priors, values = [], []
         try:
             for s in range(0, len(x), chunk):
@@ -155,7 +156,8 @@ class YambNet(nn.Module):
                 priors.append(out.logits.float().softmax(dim=-1).cpu().numpy())
                 values.append(out.value.double().cpu().numpy())
         finally:
-            self.train(was)
+            if was:
+                self.train(True)
         if not priors:
             return np.zeros((0, 208), np.float32), np.zeros(0)
         return np.concatenate(priors), np.concatenate(values)
@@ -170,10 +172,13 @@ class YambNet(nn.Module):
         if self.boundary_head is not None:
             dice = enc.dice
             if (np.asarray(dice.cpu() if torch.is_tensor(dice) else dice)[:, 0] == 0).all():
-                x = enc if isinstance(enc, Inputs) else Inputs.from_encoded(enc, self.device)
-                x = x.to(self.device)
-                out = [self.boundary_head(x.columns[s:s + chunk], x.column_features[s:s + chunk])
-                       for s in range(0, len(x), chunk)]
+                if isinstance(enc, Inputs):
+                    cols, feats = enc.columns.to(self.device), enc.column_features.to(self.device)
+                else:               # the card alone: the head reads nothing else
+                    cols = torch.as_tensor(np.ascontiguousarray(enc.columns, np.float32), device=self.device)
+                    feats = torch.as_tensor(np.ascontiguousarray(enc.column_features, np.float32), device=self.device)
+                out = [self.boundary_head(cols[s:s + chunk], feats[s:s + chunk])
+                       for s in range(0, cols.shape[0], chunk)]
                 return torch.cat(out).double().cpu().numpy() if out else np.zeros(0)
         return self.predict(enc, chunk)[1]
 

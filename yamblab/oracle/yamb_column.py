@@ -182,7 +182,6 @@ class ColumnOracle(ActionAdvice):
                     nxt[ns] = None
             layers_states.append(list(nxt))
         P = t.p_roll_given_keep              # (n_keeps, n_rolls)
-        sub = t.sub_keeps
         self.layers: list[_Layer] = [None] * R
         v_next = np.zeros(1)
         idx_next = {s: i for i, s in enumerate(layers_states[R])}
@@ -202,7 +201,7 @@ class ColumnOracle(ActionAdvice):
             for j in range(L - 2, -1, -1):
                 kj = t.keep_average(v)                             # (S, n_keeps)
                 kv[:, j] = kj
-                v = np.maximum(q[:, xi[:, j]], kj[:, sub].max(axis=2))
+                v = np.maximum(q[:, xi[:, j]], t.best_sub_keep(kj))
             value = v @ P[0]
             self.layers[k] = _Layer(row=row, states=states, index={s: i for i, s in enumerate(states)},
                                     n_rolls_turn=L, x_values=xs, q=q, keep_values=kv, value=value)

@@ -63,9 +63,10 @@ def upper_splits() -> dict[int, dict[int, tuple[tuple[int, ...], int]]]:
 
 
 @lru_cache(maxsize=1)
-def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Lookup tables: points int16 (64, 64, 6) and total int64 (64, 64) per (upper mask, capped
-    subtotal), a validity flag bool (64, 64), and the no-bonus split int16 (64, 6) / (64,)."""
+    subtotal), a validity flag bool (64, 64), and the no-bonus split: (points int16 (64, 6),
+    total int64 (64,))."""
     pts = np.full((64, 64, 6), -1, np.int16)
     tot = np.zeros((64, 64), np.int64)
     ok = np.zeros((64, 64), bool)

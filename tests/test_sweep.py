@@ -363,6 +363,33 @@ def test_tpe_study_reports_and_resumes(ray_cluster, tmp_path, monkeypatch):
 
 
 @pytest.mark.ray
+def test_trials_on_a_time_budget_stop_at_it_and_the_bar_shows_minutes(ray_cluster, tmp_path, monkeypatch, capsys):
+    """A trial stops when its time budget is spent, far short of its iterations, and the
+    sweep's progress bar counts trial-minutes of the budget (not an ETA over iterations)."""
+    import optuna
+
+    from yamblab.platform.sweep import Sweep
+
+    monkeypatch.chdir(tmp_path)
+    spec_path = tmp_path / "timed.yaml"
+    spec_path.write_text(
+        f"name: timed\nkind: grid\nbase: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}\n"
+        "overrides: {runtime.iterations: 100000, runtime.time_budget_minutes: 0.05, runtime.eval_every: 100000, "
+        "runtime.eval_games: 4, train.games_per_iteration: 4, runtime.worker_cpus: 0.5, "
+        "runtime.learner_cpus: 0.25, runtime.eval_cpus: 0.25}\n"
+        "arms: {baseline: {}}\nseeds: [0]\nparallel: 1\n")
+    spec, base = load_sweep(spec_path)
+    base = base.model_copy(update={"runtime": base.runtime.model_copy(update={"run_dir": str(tmp_path / "runs")})})
+    sw = Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", progress=True)
+    sw.run()
+    (trial,) = [t for t in sw._study().trials if t.state == optuna.trial.TrialState.COMPLETE]
+    run = sw.tracker.client.get_run(trial.user_attrs["mlflow_run_id"])
+    assert 1 <= run.data.metrics["iteration"] < 1000          # stopped by the 3-second budget
+    err = capsys.readouterr().err
+    assert "trial-min" in err and "0.1/0.1 trial-min" in err and "iterations/s" not in err
+
+
+@pytest.mark.ray
 def test_sweep_trial_runs_the_training_actors_in_its_cpus(ray_cluster, tiny_config, tmp_path):
     """A trial drives the same actors as `yamblab train`, placed in the trial's placement group."""
     from ray._private.state import actors as actor_table   # the GCS actor table (no dashboard needed)

@@ -125,6 +125,7 @@ class TrialRunner:
         loads0 = sum(self.run.backend.weight_loads())
         created0 = self._store_created_bytes()
         out = dict(self.run.step())
+        out["done"] = self.run.done()        # iterations done, or the time budget spent
         out["late_evals"] = self._late_evals(int(out.get("iteration", self.run.iteration)))
         out["traffic.weight_loads"] = float(sum(self.run.backend.weight_loads()) - loads0)
         out["traffic.workers"] = float(len(self.run.backend.workers))
@@ -647,6 +648,12 @@ class Slot:
     attempts: int = 0
     nodes: list = field(default_factory=list)
     last: dict = field(default_factory=dict)
+    done: bool = False
+    minutes: float = 0.0
+
+    def budget(self) -> float | None:
+        """The trial's time budget in minutes (``runtime.time_budget_minutes``), or None."""
+        return self.cfg.runtime.time_budget_minutes if self.cfg is not None else None
 
 
 @dataclass
@@ -957,18 +964,41 @@ class Sweep:
         queue = list(slots)
         active: dict[Any, tuple[Slot, str]] = {}
         iters = self.base.runtime.iterations
+        # Trials on a time budget show the budget (trial-minutes), not iterations they will
+        # never reach; the others count iterations.
+        # (an arm that sets another budget moves the bar by its own minutes)
+        base_budget = self.base.runtime.time_budget_minutes
+        timed = base_budget is not None
         bar = None
         if self.progress and queue:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(queue) * iters, desc=f"sweep {self.spec.name}", unit="iterations")
+            if timed:
+                bar = tqdm(total=len(queue) * base_budget, desc=f"sweep {self.spec.name}",
+                           unit="trial-min", bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} trial-min of time budget "
+                           "[{elapsed} elapsed]")
+            else:
+                bar = tqdm(total=len(queue) * iters, desc=f"sweep {self.spec.name}", unit="iterations")
+
+        def advance(slot: Slot, metrics: dict | None = None, to_end: bool = False) -> None:
+            """Move the bar: one iteration, or the trial's minutes since its last update."""
+            if bar is None:
+                return
+            if not timed:
+                bar.update(max(0, iters - slot.it) if to_end else 1)
+                return
+            budget = slot.budget() or base_budget
+            now = budget if to_end else min(budget, float((metrics or {}).get("minutes", slot.minutes)))
+            if now > slot.minutes:
+                bar.update(round(now - slot.minutes, 3))
+                slot.minutes = now
 
         def launch(slot: Slot) -> None:
             self._open_trial(study, parent, slot)
             active[self._start_actor(slot)] = (slot, "info")
 
         def next_step(slot: Slot) -> None:
-            if slot.it < slot.cfg.runtime.iterations:
+            if slot.it < slot.cfg.runtime.iterations and not slot.done:
                 active[slot.actor.iteration.remote()] = (slot, "iteration")
             else:
                 active[slot.actor.finish.remote()] = (slot, "finish")
@@ -979,8 +1009,7 @@ class Sweep:
                 self.tracker.log_metrics(slot.run_id, metrics, step=step)
                 slot.logged = step
                 slot.last = dict(metrics)
-                if bar is not None:
-                    bar.update(1)
+                advance(slot, metrics)
 
         def late(slot: Slot, out: dict) -> None:
             """Log evaluations that finished after their iteration, at their iteration."""
@@ -1021,6 +1050,7 @@ class Sweep:
                 continue
             if kind == "info":
                 slot.it = int(out["iteration"])
+                slot.done = bool(out.get("done", False))
                 slot.nodes.append(out["node_id"])
                 tags = {"yamblab.node": out["node_id"], "yamblab.host": out["host"],
                         "yamblab.attempts": slot.attempts, "yamblab.nodes": ",".join(n[:12] for n in slot.nodes)}
@@ -1029,7 +1059,7 @@ class Sweep:
                     if slot.attempts > 1 or slot.why != "new":
                         self._say(f"trial {slot.name}: resumed from its checkpoint at iteration {out['resumed_from']}")
                 self.tracker.set_tags(run_id, tags)
-                if bar is not None and slot.attempts == 1:
+                if bar is not None and slot.attempts == 1 and not timed:
                     bar.update(min(slot.logged, slot.it))
                 if out["history"] and not slot.last:
                     slot.last = dict(out["history"][-1])      # logged by an earlier attempt or driver
@@ -1071,9 +1101,12 @@ class Sweep:
                 trial.set_user_attr("attempts", slot.attempts)
                 study.tell(trial, float(regrets.mean()))
                 self.tracker.end_run(run_id)
+                if timed:
+                    advance(slot, to_end=True)
                 close(slot)
                 continue
             slot.it = int(out.get("iteration", slot.it + 1))
+            slot.done = bool(out.pop("done", False))
             late(slot, out)
             log_iteration(slot, out)
             value = out.get("eval.regret_mean")
@@ -1083,8 +1116,7 @@ class Sweep:
                     study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                     self.tracker.set_tags(run_id, {"yamblab.pruned": "true"})
                     self.tracker.end_run(run_id, "KILLED")
-                    if bar is not None:
-                        bar.update(max(0, iters - slot.it))
+                    advance(slot, to_end=True)
                     close(slot)
                     continue
             next_step(slot)

@@ -104,12 +104,16 @@ def test_killed_worker_is_replaced_and_its_games_replayed(ray_cluster, tiny_conf
 
 
 def test_evaluation_modes_on_the_same_dice(ray_cluster, tmp_path):
-    """Every evaluation grades the extra decision modes too, each on its own number of games."""
+    """Every evaluation grades the extra decision modes too, each on its own number of games;
+    with ``runtime.snapshots`` the graded network is kept and grades the same afterwards."""
+    from yamblab.agents.search_agent import network_agent
+    from yamblab.model.checkpoint import load_network
+    from yamblab.oracle.grading import grade
     from yamblab.platform.config import load_run_config
     from yamblab.platform.runtime import TrainingRun
 
     cfg = load_run_config(ROOT / "configs" / "yahtzee-tiny.yaml",
-                          {"runtime.iterations": 1, "runtime.eval_games": 6,
+                          {"runtime.iterations": 1, "runtime.eval_games": 6, "runtime.snapshots": True,
                            "runtime.eval_modes": {"none": 10, "one_step": 4}})
     run = TrainingRun(cfg, tmp_path / "run", progress=False)
     try:
@@ -123,5 +127,10 @@ def test_evaluation_modes_on_the_same_dice(ray_cluster, tmp_path):
         # the policy head alone is a different player from full-turn search on the same dice
         assert m["eval.none.regret_mean"] != m["eval.regret_mean"]
         assert run.finish()["modes"].keys() == {"none", "one_step"}
+        snaps = sorted((tmp_path / "run" / "snapshots").glob("iteration-*.pt"))
+        assert [s.name for s in snaps] == ["iteration-000001.pt"]
+        again = grade(network_agent(load_network(snaps[0]), cfg.game_obj, "full_turn"), cfg.rules_obj,
+                      games=6, seed=cfg.runtime.eval_seed)
+        np.testing.assert_allclose(again.regrets, run.evals[-1]["per_game_regret"], atol=1e-5)
     finally:
         run.shutdown()

@@ -79,6 +79,11 @@ class RuntimeConfig(BaseModel):
             grades the policy head alone on 500 games and one-step search on 200 beside the
             main mode (``eval_depth``), so the policy-side training ideas are judged where they
             act. Logged as ``eval.<mode>.regret_mean`` (or ``eval.<mode>.vs_baseline_mean``).
+        snapshots: also keep the network of every evaluation, as
+            ``RUN/snapshots/iteration-NNNNNN.pt`` (the evaluated weights, loadable by
+            ``yamblab grade --checkpoint``), so that a mode too costly to grade during the run
+            (one-step search on a CPU) can be graded afterwards at the same iterations
+            (``benchmarks/mode_curve.py``). Off by default (a few MB each).
         time_budget_minutes: stop after the iteration that crosses this wall time.
         run_dir: folder for checkpoints and run state.
     """
@@ -101,6 +106,7 @@ class RuntimeConfig(BaseModel):
     eval_seed: int = Field(EVAL_SEED, ge=0, lt=2**63)
     eval_depth: Literal["search", "none", "one_step", "full_turn"] = "search"
     eval_modes: dict[Literal["none", "one_step", "full_turn"], Annotated[int, Field(ge=1, le=10_000_000)]] = {}
+    snapshots: bool = False
     time_budget_minutes: float | None = Field(None, gt=0.0)
     run_dir: str = "runs"
 

@@ -425,10 +425,26 @@ class TrainingRun:
         if self._pending_eval and self._pending_eval[-1]["iteration"] == self.iteration:
             return
         version, weights = self.backend.weights()
+        if self.cfg.runtime.snapshots:
+            self._snapshot(weights)
         self._pending_eval.append({
             "ref": self.backend.start_evaluation(version, weights), "iteration": self.iteration,
             "minutes": self.elapsed / 60.0, "positions": self._positions_total, "steps": self._steps_total,
             "samples": self._samples_total, "games_played": self.games_played})
+
+    def _snapshot(self, weights) -> Path:
+        """Keep the weights an evaluation grades as ``RUN/snapshots/iteration-NNNNNN.pt``
+        (``runtime.snapshots``): the network (as ``ema`` and ``model``, for
+        :func:`~yamblab.model.checkpoint.load_network`), its config and where the run stood."""
+        import ray
+
+        from yamblab.model.checkpoint import save_checkpoint
+
+        state = ray.get(weights[0]) if isinstance(weights, list) else weights
+        payload = {"model_config": self.cfg.model.model_dump(), "ema": state, "model": state,
+                   "iteration": self.iteration, "minutes": self.elapsed / 60.0,
+                   "positions_total": self._positions_total, "config": self.cfg.to_yaml()}
+        return save_checkpoint(self.run_dir / "snapshots" / f"iteration-{self.iteration:06d}.pt", payload)
 
     def _poll_evaluations(self, block: bool) -> list[dict]:
         """Record the evaluations that finished (all of them with ``block``); returns them."""

@@ -77,3 +77,24 @@ def test_column_types_features_and_flags():
     six = E.encode_yamb(new_yamb_batch(1, "six_dice"))
     assert six.state[0, E.STATE_FIELDS["n_dice_6"]] == 1.0
     assert six.state[0, E.YAMB_STATE_FLAGS["last_turn_extra_rolls"]] == 1.0
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_boundary_encoder_reuses_its_buffer_and_matches_the_encoder(preset):
+    """The search leaves' reusable encoder writes exactly what encode_yamb_boundary writes,
+    whatever the batch sizes before it (a smaller batch after a larger one leaves no trace)."""
+    from yamblab.games.yamb.game import BoundaryEncoder, encode_yamb_boundary
+
+    r = get_preset(preset)
+    rng = np.random.default_rng(3)
+    enc = BoundaryEncoder(r)
+    for m in (40, 7, 300, 1):
+        card = np.where(rng.random((m, r.n_columns, r.n_rows)) < 0.6,
+                        rng.integers(0, 70, (m, r.n_columns, r.n_rows)), -1).astype(np.int16)
+        card[0] = 0
+        card[0, -1, -1] = -1                       # one box left: the longer last turn
+        want = encode_yamb_boundary(r, card)
+        got = enc(card)
+        assert len(got) == m
+        for f in ("columns", "column_type", "column_features", "dice", "state", "legal"):
+            assert np.array_equal(getattr(got, f), getattr(want, f)), f

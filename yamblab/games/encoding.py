@@ -180,25 +180,10 @@ def encode_yamb(batch, rules=None) -> EncodedBatch:
     Returns:
         :class:`EncodedBatch` of n positions (finished games get an all-False legal mask).
     """
-    from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
-
     rules = batch.rules if rules is None else rules
-    n, C, R = batch.n, rules.n_columns, rules.n_rows
+    n = batch.n
     enc = EncodedBatch.empty(n)
-    card = batch.card.astype(np.float32)
-    filled = card >= 0
-    sc = np.where(filled, card, np.float32(0.0))
-    enc.columns[:, :C, :R] = np.stack([filled.astype(np.float32), sc / np.float32(SCORE_SCALE)], axis=-1)
-    enc.column_type[:, :C] = [COLUMN_TYPES.index(k) for k in rules.columns]
-    up = sc[:, :, :6].sum(axis=2)
-    enc.column_features[:, :C, 0] = up / 60.0
-    enc.column_features[:, :C, 1] = np.maximum(0.0, rules.upper_bonus_threshold - up) / 60.0
-    mid = sc[:, :, ONES_ROW] * (sc[:, :, MAX_ROW] - sc[:, :, MIN_ROW])
-    if rules.middle_clamp:
-        mid = np.maximum(mid, 0.0)
-    mid = np.where(filled[:, :, ONES_ROW] & filled[:, :, MAX_ROW] & filled[:, :, MIN_ROW], mid, 0.0)
-    enc.column_features[:, :C, 2] = mid / 60.0
-    enc.column_features[:, :C, 3] = sc[:, :, ONES_ROW] / 5.0
+    write_yamb_card(enc, batch.card, rules)
     enc.dice[:, :rules.n_dice] = batch.dice
     done = batch.done
     ru = batch.rolls_used.astype(np.int64)
@@ -223,6 +208,37 @@ def encode_yamb(batch, rules=None) -> EncodedBatch:
     if legal.any():                 # search leaves and boundary cards have no legal action
         enc.legal[:, yamb_shared_index(rules)] = legal
     return enc
+
+
+def write_yamb_card(enc: EncodedBatch, card: np.ndarray, rules) -> None:
+    """Write Yamb cards into the card part of ``enc`` (see :func:`encode_yamb`), in place.
+
+    Args:
+        enc: an all-zero encoding of ``len(card)`` positions, or one this function wrote for
+            the same rules (only the card's own columns and rows are written, every time
+            in full: column types, boxes and column features).
+        card: int (m, C, R) box scores in points, -1 open.
+    """
+    from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
+
+    C, R = rules.n_columns, rules.n_rows
+    # written slice by slice in place (search leaves: hundreds of thousands of cards per turn)
+    filled = card >= 0
+    sc = np.maximum(card, 0).astype(np.float32)
+    cols = enc.columns[:, :C, :R]
+    cols[..., 0] = filled.astype(np.float32)     # (a bool cast into a strided view is slow)
+    np.divide(sc, np.float32(SCORE_SCALE), out=cols[..., 1])
+    enc.column_type[:, :C] = [COLUMN_TYPES.index(k) for k in rules.columns]
+    up = sc[:, :, :6].sum(axis=2)
+    cf = enc.column_features
+    np.divide(up, 60.0, out=cf[:, :C, 0])
+    cf[:, :C, 1] = np.maximum(0.0, rules.upper_bonus_threshold - up) / 60.0
+    mid = sc[:, :, ONES_ROW] * (sc[:, :, MAX_ROW] - sc[:, :, MIN_ROW])
+    if rules.middle_clamp:
+        np.maximum(mid, 0.0, out=mid)
+    mid *= filled[:, :, ONES_ROW] & filled[:, :, MAX_ROW] & filled[:, :, MIN_ROW]
+    np.divide(mid, 60.0, out=cf[:, :C, 2])
+    np.divide(sc[:, :, ONES_ROW], 5.0, out=cf[:, :C, 3])
 
 
 def yamb_shared_index(rules) -> np.ndarray:

@@ -246,19 +246,21 @@ class TurnPlanner:
     def _plan_key(self, batch, games):
         return batch.turn[games].astype(np.int64) * 64 + batch.announced[games].astype(np.int64) + 1
 
-    def _announce_values(self, batch, games, W, hold_keeps, ridx):
+    def _announce_values(self, batch, games, W, hold_keeps, ridx, plans: bool = True):
         """Value of announcing each row now (roll 1).
 
         Args:
             W: float (B, C, R, smax + 1) box values of ``games``; hold_keeps: int (B, 2**n)
             keep index of each hold mask; ridx: int (B,) roll index of the dice.
+            plans: also return the keep values after each announcement (what playing the
+                announcement needs; search's Q needs only the values).
 
         Returns:
             (values, Ks): values float (B, R), NEG where the row cannot be announced; Ks maps a
             row to (idx, K): the positions in ``games`` where it is open and their keep values
             after announcing it, float (len(idx), Lmax - 1, n_keeps), zero past a game's last
-            roll. Each game's horizon is its own ``batch.rolls_max`` (the last turn may have
-            more rolls).
+            roll (empty when ``plans`` is false). Each game's horizon is its own
+            ``batch.rolls_max`` (the last turn may have more rolls).
         """
         r = self.rules
         ac = r.announce_column
@@ -271,8 +273,9 @@ class TurnPlanner:
             if not openg.any():
                 continue
             idx = np.flatnonzero(openg)
-            Lmax = int(rm[idx].max())
-            Ks[row] = (idx, np.zeros((len(idx), max(Lmax - 1, 0), self.tables.n_keeps)))
+            if plans:
+                Lmax = int(rm[idx].max())
+                Ks[row] = (idx, np.zeros((len(idx), max(Lmax - 1, 0), self.tables.n_keeps)))
             out[idx, row] = W[idx, ac, row, self.S[ridx[idx], row, 0]]   # score the first roll
             for L in np.unique(rm[idx]):
                 L = int(L)
@@ -286,11 +289,12 @@ class TurnPlanner:
             K_all = _turn_dp(r, np.concatenate([job[4] for job in group]))[0]
             at = 0
             for row, part, sub, _, best, inv in group:
-                Kp = K_all[at:at + best.shape[0]][inv]                  # (b, L-1, n_keeps)
+                Ku = K_all[at:at + best.shape[0]]                       # (u, L-1, n_keeps)
                 at += best.shape[0]
-                Ks[row][1][part, :L - 1] = Kp
+                if plans:
+                    Ks[row][1][part, :L - 1] = Ku[inv]
                 if L > 1:
-                    hv = np.take_along_axis(Kp[:, 0], hold_keeps[sub], axis=1).max(axis=1)
+                    hv = np.take_along_axis(Ku[inv, 0], hold_keeps[sub], axis=1).max(axis=1)
                     out[sub, row] = np.maximum(out[sub, row], hv)
         return out, Ks
 

@@ -26,7 +26,7 @@ import numpy as np
 from yamblab.games.dice6 import dice_tables
 from yamblab.games.encoding import N_ACTIONS
 from yamblab.games.yamb.engine import yamb_action_to_shared
-from yamblab.games.yamb.game import encode_yamb_boundary, encode_yamb_positions
+from yamblab.games.yamb.game import BoundaryEncoder, encode_yamb_boundary, encode_yamb_positions
 from yamblab.games.yamb.rules import YambRules, column_next_rows
 from yamblab.oracle.yamb_turn import NEG, TurnPlanner
 
@@ -67,6 +67,7 @@ class YambFullTurnSearch(TurnPlanner):
         self.row_scores = [np.unique(S[:, r, :]) for r in range(rules.n_rows)]
         self._W = None
         self._Wturn = None
+        self._encode_leaves = BoundaryEncoder(rules)
         self.leaves = 0
 
     def reset(self, batch=None) -> None:
@@ -139,7 +140,7 @@ class YambFullTurnSearch(TurnPlanner):
             v = np.zeros(o.size)
             live = np.flatnonzero(~full)
             if live.size:
-                v[live] = self.valuation.values(encode_yamb_boundary(r, nxt[live]))
+                v[live] = self.valuation.values(self._encode_leaves(nxt[live]))
                 self.leaves += live.size
             W[o, c, rr, s] = gain[o, c, rr, s] + v
         self._W[games] = W
@@ -176,7 +177,8 @@ class YambFullTurnSearch(TurnPlanner):
             q[games, P:P + H] = np.where(lg[:, P:P + H], hv, -np.inf)
             can = np.flatnonzero(lg[:, P + H:].any(axis=1))
             if can.size:
-                av, _ = self._announce_values(batch, games[can], W[can], hold_keeps[games[can]], ridx[games[can]])
+                av, _ = self._announce_values(batch, games[can], W[can], hold_keeps[games[can]], ridx[games[can]],
+                                              plans=False)
                 q[games[can], P + H:] = np.where(lg[can, P + H:], av, -np.inf)
         return q
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from yamblab.errors import ConfigError
-from yamblab.games.encoding import EncodedBatch, encode_yamb
+from yamblab.games.encoding import EncodedBatch, encode_yamb, write_yamb_card
 from yamblab.games.yamb.engine import YambBatch, shared_action_to_yamb, yamb_action_to_shared
 from yamblab.games.yamb.rules import COLUMN_KINDS, UPPER_ROWS, YambRules, get_preset
 
@@ -63,6 +63,42 @@ def encode_yamb_boundary(rules: YambRules, card: np.ndarray) -> EncodedBatch:
     rmax = np.where(open_boxes == 1, rules.last_turn_rolls, rules.rolls)
     return encode_yamb_positions(rules, card, np.zeros((m, rules.n_dice), np.int8), np.zeros(m),
                                  rmax, np.full(m, -1))
+
+
+class BoundaryEncoder:
+    """:func:`encode_yamb_boundary` into one buffer that is reused from call to call (search
+    leaves: hundreds of thousands of cards a turn, valued at once and then dropped).
+
+    Each call writes only what differs between boundary cards (the boxes, the column features,
+    the rolls of the coming turn); the dice and the legal mask stay zero. The encoding it
+    returns is a view of the buffer: it is overwritten by the next call, so value it before
+    calling again and never keep it (training samples use :func:`encode_yamb_boundary`).
+
+    Args:
+        rules: the :class:`YambRules`.
+    """
+
+    def __init__(self, rules: YambRules):
+        self.rules = rules
+        self._buf: EncodedBatch | None = None
+        # the state rows of the two kinds of boundary card (rules.rolls and, with one box
+        # left, rules.last_turn_rolls), from the general encoder itself
+        C, R = rules.n_columns, rules.n_rows
+        many, one = np.full((C, R), -1, np.int16), np.zeros((C, R), np.int16)
+        one[0, 0] = -1
+        self._state = encode_yamb_boundary(rules, np.stack([many, one])).state.copy()
+
+    def __call__(self, card: np.ndarray) -> EncodedBatch:
+        card = np.asarray(card, np.int16)
+        m = card.shape[0]
+        if self._buf is None or len(self._buf) < m:
+            self._buf = EncodedBatch.empty(max(m, 2 * len(self._buf) if self._buf is not None else m))
+        view = EncodedBatch(**{f: getattr(self._buf, f)[:m] for f in
+                               ("columns", "column_type", "column_features", "dice", "state", "legal")})
+        write_yamb_card(view, card, self.rules)
+        last = (card < 0).reshape(m, -1).sum(axis=1) == 1
+        np.take(self._state, last.astype(np.int64), axis=0, out=view.state)
+        return view
 
 
 class YambGame:
@@ -151,4 +187,4 @@ class YambGame:
         return (up >= self.rules.upper_bonus_threshold).mean(axis=1).astype(np.float32)
 
 
-__all__ = ["YambGame", "ORACLE_COLUMNS", "encode_yamb_positions", "encode_yamb_boundary"]
+__all__ = ["YambGame", "ORACLE_COLUMNS", "encode_yamb_positions", "encode_yamb_boundary", "BoundaryEncoder"]

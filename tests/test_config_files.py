@@ -26,3 +26,12 @@ def test_cpu_config_learns_from_self_play_alone():
     cfg = load_run_config(ROOT / "configs" / "yahtzee-cpu.yaml")
     assert cfg.train.distill_oracle is False and cfg.train.bot_share == 0.0
     assert cfg.runtime.time_budget_minutes is not None and cfg.runtime.time_budget_minutes <= 30
+
+
+def test_an_empty_mapping_override_clears_instead_of_being_ignored():
+    """``runtime.eval_modes: {}`` in a sweep's overrides drops the base config's extra modes
+    (merged, it would change nothing and be silently ignored); a non-empty one still merges."""
+    spec, base = load_sweep(ROOT / "experiments" / "transformer-value.yaml")
+    assert base.runtime.eval_modes == {}
+    cpu = load_run_config(ROOT / "configs" / "yahtzee-cpu.yaml", {"runtime.eval_modes": {"one_step": 20}})
+    assert cpu.runtime.eval_modes == {"none": 500, "one_step": 20}

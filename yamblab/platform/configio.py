@@ -79,7 +79,9 @@ def load(model: type[M], path: str | Path) -> M:
 def deep_update(base: dict, overrides: dict) -> dict:
     """A copy of ``base`` with ``overrides`` merged in recursively (dotted keys allowed).
 
-    ``{"train.lr": 1e-3}`` and ``{"train": {"lr": 1e-3}}`` mean the same.
+    ``{"train.lr": 1e-3}`` and ``{"train": {"lr": 1e-3}}`` mean the same. An empty mapping
+    replaces what it names (``{"runtime.eval_modes": {}}`` clears the extra evaluation modes)
+    instead of merging nothing into it.
     """
     out = {k: (deep_update(v, {}) if isinstance(v, dict) else v) for k, v in base.items()}
     for key, value in overrides.items():
@@ -90,7 +92,7 @@ def deep_update(base: dict, overrides: dict) -> dict:
                 node[part] = {}
             node = node[part]
         last = parts[-1]
-        if isinstance(value, dict) and isinstance(node.get(last), dict):
+        if isinstance(value, dict) and value and isinstance(node.get(last), dict):
             node[last] = deep_update(node[last], value)
         else:
             node[last] = value

@@ -18,21 +18,20 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 import yaml
 
 from yamblab.agents.search_agent import network_agent
 from yamblab.model.checkpoint import load_checkpoint, load_network
-from yamblab.oracle.grading import grade
+from yamblab.oracle.grading import grade, mean_ci
 from yamblab.oracle.table import OracleTable
 from yamblab.platform.config import RunConfig
 from yamblab.platform.runtime import CHECKPOINT
 
 
 def _ci(per_game) -> str:
-    x = np.asarray(per_game, dtype=np.float64)
-    half = 1.96 * x.std(ddof=1) / np.sqrt(x.size) if x.size > 1 else float("nan")
-    return f"{x.mean():.2f} ±{half:.2f}"
+    """Mean and 95% interval of the evaluator's per-game regrets (the interval grading uses)."""
+    m, lo, hi = mean_ci(per_game)
+    return f"{m:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
 def main() -> None:

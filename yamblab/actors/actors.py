@@ -28,6 +28,17 @@ def _threads(cpus) -> None:
     torch.set_num_threads(max(1, int(round(cpus))) if isinstance(cpus, (int, float)) else 1)
 
 
+def weights_state(weights: list) -> dict:
+    """The state_dict a published weight version holds: ``weights`` is the one-element list
+    :meth:`LearnerActor.weights` returns (an ObjectRef of the state_dict, or the dict itself
+    where no object store is in between)."""
+    if isinstance(weights[0], dict):
+        return weights[0]
+    import ray
+
+    return ray.get(weights[0])
+
+
 def samples_to_dict(s: SampleBatch) -> dict[str, np.ndarray]:
     """A :class:`SampleBatch` as a dict of arrays (the replay buffer's storage format)."""
     return {f.name: getattr(s, f.name) for f in fields(s)}
@@ -230,11 +241,9 @@ class Evaluator:
         self._greedy = None     # the greedy bot's scores on the evaluation dice (a Yamb card)
 
     def _network(self, weights):
-        import ray
-
         from yamblab.model.network import YambNet
 
-        w = weights[0] if isinstance(weights[0], dict) else ray.get(weights[0])
+        w = weights_state(weights)
         if self._net is None:
             self._net = YambNet(self.cfg.model).eval()
         self._net.load_state_dict(w, strict=True)

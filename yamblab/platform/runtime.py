@@ -436,11 +436,10 @@ class TrainingRun:
         """Keep the weights an evaluation grades as ``RUN/snapshots/iteration-NNNNNN.pt``
         (``runtime.snapshots``): the network (as ``ema`` and ``model``, for
         :func:`~yamblab.model.checkpoint.load_network`), its config and where the run stood."""
-        import ray
-
+        from yamblab.actors.actors import weights_state
         from yamblab.model.checkpoint import save_checkpoint
 
-        state = ray.get(weights[0]) if isinstance(weights, list) else weights
+        state = weights_state(weights)
         payload = {"model_config": self.cfg.model.model_dump(), "ema": state, "model": state,
                    "iteration": self.iteration, "minutes": self.elapsed / 60.0,
                    "positions_total": self._positions_total, "config": self.cfg.to_yaml()}

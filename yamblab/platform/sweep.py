@@ -103,10 +103,9 @@ class TrialRunner:
 
     def _weights_size(self) -> int:
         if self._weights_bytes is None:
-            import ray
+            from yamblab.actors.actors import weights_state
 
-            _, refs = self.run.backend.weights()
-            w = refs[0] if isinstance(refs[0], dict) else ray.get(refs[0])
+            w = weights_state(self.run.backend.weights()[1])
             self._weights_bytes = int(sum(t.numel() * t.element_size() for t in w.values()))
         return self._weights_bytes
 

@@ -8,6 +8,8 @@ preset's dice, rolls, scoring and bonuses, one column filled in any order. A gam
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 
 from yamblab.errors import ConfigError
@@ -93,8 +95,7 @@ class BoundaryEncoder:
         m = card.shape[0]
         if self._buf is None or len(self._buf) < m:
             self._buf = EncodedBatch.empty(max(m, 2 * len(self._buf) if self._buf is not None else m))
-        view = EncodedBatch(**{f: getattr(self._buf, f)[:m] for f in
-                               ("columns", "column_type", "column_features", "dice", "state", "legal")})
+        view = EncodedBatch(**{f.name: getattr(self._buf, f.name)[:m] for f in fields(EncodedBatch)})
         write_yamb_card(view, card, self.rules)
         last = (card < 0).reshape(m, -1).sum(axis=1) == 1
         np.take(self._state, last.astype(np.int64), axis=0, out=view.state)

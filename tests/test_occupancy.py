@@ -104,6 +104,25 @@ def test_fast_evaluation_equals_reference_kernel():
     assert np.allclose(ref[ok], new[ok], rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("rules, kind", [
+    (OFFICIAL, "zero"),
+    (YahtzeeRules(joker="free", upper_bonus=False), "integer"),
+    (YahtzeeRules(joker="priority", yahtzee_bonus=False), "integer"),
+    (YahtzeeRules(joker="none", upper_bonus=False, yahtzee_bonus=False), "zero"),
+])
+def test_blocked_evaluation_breaks_ties_as_the_reference_kernel(rules, kind):
+    # Greedy and whole-point valuations tie often (equal keeps, equal boxes): the lane-blocked
+    # kernel must make the reference kernel's choices on every tie, under every variant (the
+    # variants without the upper bonus run on a single lane).
+    W = np.zeros((4096, 3, 64)) if kind == "zero" else np.round(_random_valuation(3) / 10.0)
+    ref = _kernels.evaluate_policy(W, rules.joker_code, rules.upper_bonus, rules.yahtzee_bonus)
+    new = evaluate_policy(W, rules)
+    ok = ~np.isnan(ref)
+    assert np.array_equal(np.isnan(ref), np.isnan(new))
+    assert np.abs(ref[ok] - new[ok]).max() < 1e-9
+
+
 def test_bad_shape_is_refused():
     with pytest.raises(ValueError, match="shape"):
         forward_occupancy(np.zeros((4096, 3)), OFFICIAL)

@@ -476,156 +476,111 @@ def forward(const double[:, :, ::1] W, const double[:, :, ::1] V, int joker, bin
     return occ, stats.sum(axis=0)
 
 
-cdef inline void best_subkeep_arg(double* A, double* I, int L) noexcept nogil:
-    """In place: A[k] = max over sub-keeps k' of k of A[k'], I[k] = the lowest such k' on ties.
+cdef extern from "stdlib.h" nogil:
+    void* aligned_alloc(size_t alignment, size_t size)
 
-    Sub-keeps have lower indices, so they are final when k is reached. The index is carried
-    as a double so that the loop runs on one vector width."""
-    cdef int k, f, j, s
-    cdef double v, b, ii, ik
-    cdef bint better
-    cdef double* Ak
-    cdef double* Ik
-    cdef const double* As
-    cdef const double* Is
-    for j in range(L):
-        I[j] = 0.0
-    for k in range(1, 462):
-        Ak = A + k * L
-        Ik = I + k * L
-        for j in range(L):
-            Ik[j] = <double>k
-        for f in range(6):
-            s = KEEP_SUB_C[k][f]
-            if s < 0:
-                continue
-            As = A + s * L
-            Is = I + s * L
-            for j in range(L):
-                v = As[j]
-                b = Ak[j]
-                ii = Is[j]
-                ik = Ik[j]
-                better = (v > b) | ((v == b) & (ii < ik))
-                Ak[j] = v if better else b
-                Ik[j] = ii if better else ik
+cdef extern from "_blocked_turn.h" nogil:
+    void yb_final_roll(double* aw, double* at, const double* gw, const double* gt,
+                       const int* nbox, const int (*src)[13], const double (*add)[13],
+                       const double* ybon)
+    void yb_keep_stage(double* aw, double* at, double* ib, const int32_t (*kadd)[6],
+                       const int32_t (*ksub)[6])
+    void yb_first_roll(const double* at, const double* proll, double* out, int n)
+
+cdef enum:
+    BLOCK = 8            # lanes per vector block (_blocked_turn.h)
+    NSRC = 44            # source rows of the final roll: 36 upper (box, count) + 8 lower
 
 
-cdef inline void average_keeps2(double* A, double* B, int L) noexcept nogil:
-    """average_keeps on two tables at once (the same arithmetic, one pass over the keep graph)."""
-    cdef int k, j
-    cdef double* a
-    cdef double* b
-    cdef int i0, i1, i2, i3, i4, i5
-    for k in range(KOFF5 - 1, -1, -1):
-        a = A + k * L
-        b = B + k * L
-        i0 = KEEP_ADD_C[k][0] * L
-        i1 = KEEP_ADD_C[k][1] * L
-        i2 = KEEP_ADD_C[k][2] * L
-        i3 = KEEP_ADD_C[k][3] * L
-        i4 = KEEP_ADD_C[k][4] * L
-        i5 = KEEP_ADD_C[k][5] * L
-        for j in range(L):
-            a[j] = (A[i0 + j] + A[i1 + j] + A[i2 + j] + A[i3 + j] + A[i4 + j] + A[i5 + j]) / 6.0
-        for j in range(L):
-            b[j] = (B[i0 + j] + B[i1 + j] + B[i2 + j] + B[i3 + j] + B[i4 + j] + B[i5 + j]) / 6.0
+cdef struct TurnPlan:
+    # The final roll's choices of one (mask12, ystate) group, shared by its lane blocks.
+    int nbox[252]        # legal boxes of each roll
+    int src[252][13]     # their source rows: upper box c with n dice -> 6c + n; lower -> 36 + slot
+    double add[252][13]  # points added to the source (lower boxes; upper rows include them)
+    double ybon[252]     # Yahtzee bonus of the roll
+    int ubase[6]         # offset of the next state's row of each open upper box, -1 closed
+    int lbase[8]         # offset of each lower slot's next-state row, -1 unused
 
 
-cdef void group_eval(const double* W, double* T, int m12, int ys, int L, RuleParams rp,
-                     double* AW, double* AT, double* IB, double* GW, double* GT,
-                     double* out) noexcept nogil:
-    """One turn of the turn-perfect agent of W from (m12, ys), valued by the true rewards + T.
+cdef void make_plan(int m12, int ys, RuleParams rp, TurnPlan* p) noexcept nogil:
+    """Legal boxes, points and next-state rows of every final roll of group (m12, ys).
 
-    Writes the expected points still to come of lanes 0..L-1 to ``out``. The agent's choices and
-    their W values are computed with exactly the arithmetic of the reference kernel (so ties
-    break the same way); the final average over the first roll is a dot product with P(roll).
-    """
+    Lower slots: box c in 6..12 (not the Yahtzee box) -> slot c - 6; the Yahtzee box scored 0 ->
+    slot 5, scored 50 -> slot 7. Boxes are listed in card order, so ties go to the first box."""
     cdef int open13 = (~mask12_to_13(m12)) & 0x1FFF
-    cdef int r, c, j, k, n, s, face, lm, pts, ybon, nu, bonus, base, stage
-    cdef bint jk, better
-    cdef double wv, tv, p
-    cdef double* rw
-    cdef double* rt
-    cdef double* gw
-    cdef double* gt
-    cdef const double* Wn
-    cdef const double* Tn
+    cdef int r, c, face, lm, pts, n
+    cdef bint jk
     if ys != 0:
         open13 &= ~(1 << BOX_YAHTZEE)
-    # points + next value of each open upper box, for each count of its face
     for c in range(6):
-        if not (open13 >> c) & 1:
-            continue
-        Wn = W + ((m12 | (1 << c)) * 3 + ys) * LMAX
-        Tn = T + ((m12 | (1 << c)) * 3 + ys) * LMAX
-        for n in range(6):
-            s = (c + 1) * n
-            gw = GW + (c * 6 + n) * L
-            gt = GT + (c * 6 + n) * L
-            for j in range(L):
-                bonus = 0
-                if rp.upper_bonus:
-                    nu = j + s
-                    if j < 63 and nu >= 63:
-                        bonus = 35
-                    if nu > 63:
-                        nu = 63
-                else:
-                    nu = 0
-                gw[j] = <double>(s + bonus) + Wn[nu]
-                gt[j] = <double>(s + bonus) + Tn[nu]
+        p.ubase[c] = ((m12 | (1 << c)) * 3 + ys) * LMAX if (open13 >> c) & 1 else -1
+    for c in range(8):
+        p.lbase[c] = -1
+    for c in range(6, 13):
+        if c != BOX_YAHTZEE and (open13 >> c) & 1:
+            p.lbase[c - 6] = ((m12 | (1 << (c if c < 12 else 11))) * 3 + ys) * LMAX
+    if ys == 0:
+        p.lbase[5] = (m12 * 3 + 1) * LMAX
+        p.lbase[7] = (m12 * 3 + 2) * LMAX
     for r in range(252):
         face = YFACE[r]
         lm = legal_box_mask(face, ys, open13, rp.joker)
         jk = joker_on(face, ys, open13, rp.joker)
-        ybon = 100 if (face >= 0 and ys == 2 and rp.yahtzee_bonus) else 0
-        rw = AW + (KOFF5 + r) * L
-        rt = AT + (KOFF5 + r) * L
-        for j in range(L):
-            rw[j] = -INFINITY
-            rt[j] = -INFINITY
+        p.ybon[r] = 100.0 if (face >= 0 and ys == 2 and rp.yahtzee_bonus) else 0.0
+        n = 0
         for c in range(13):
             if not (lm >> c) & 1:
                 continue
             pts = box_points(r, c, jk)
             if c < 6:
-                gw = GW + (c * 6 + pts // (c + 1)) * L
-                gt = GT + (c * 6 + pts // (c + 1)) * L
-                for j in range(L):
-                    better = gw[j] > rw[j]
-                    rw[j] = gw[j] if better else rw[j]
-                    rt[j] = gt[j] if better else rt[j]
+                p.src[r][n] = c * 6 + pts // (c + 1)
+                p.add[r][n] = 0.0
+            elif c == BOX_YAHTZEE:
+                p.src[r][n] = 36 + (7 if pts == 50 else 5)
+                p.add[r][n] = <double>pts
             else:
-                if c == BOX_YAHTZEE:
-                    base = (m12 * 3 + (2 if pts == 50 else 1)) * LMAX
-                else:
-                    base = ((m12 | (1 << (c if c < 12 else 11))) * 3 + ys) * LMAX
-                Wn = W + base
-                Tn = T + base
-                for j in range(L):
-                    wv = <double>pts + Wn[j]
-                    tv = <double>pts + Tn[j]
-                    better = wv > rw[j]
-                    rw[j] = wv if better else rw[j]
-                    rt[j] = tv if better else rt[j]
-        if ybon:
-            for j in range(L):
-                rw[j] += ybon
-                rt[j] += ybon
-    for stage in range(2):
-        average_keeps2(AW, AT, L)
-        best_subkeep_arg(AW, IB, L)
-        for r in range(252):
-            for j in range(L):
-                AT[(KOFF5 + r) * L + j] = AT[(<int>IB[(KOFF5 + r) * L + j]) * L + j]
-    for j in range(L):
-        out[j] = 0.0
-    for r in range(252):
-        p = PROLL[r]
-        rt = AT + (KOFF5 + r) * L
-        for j in range(L):
-            out[j] += p * rt[j]
+                p.src[r][n] = 36 + c - 6
+                p.add[r][n] = <double>pts
+            n += 1
+        p.nbox[r] = n
+
+
+cdef void block_eval(const double* W, const double* T, int j0, RuleParams rp, const TurnPlan* p,
+                     double* AW, double* AT, double* IB, double* GW, double* GT,
+                     double* out, int nout) noexcept nogil:
+    """One turn of the turn-perfect agent of W for lanes j0..j0+7 of a group, valued by the true
+    rewards + T; writes the expected points still to come of the first ``nout`` lanes to out.
+
+    Lanes past the group's largest upper subtotal are computed too (their rows exist: every
+    group has 64 lanes in the table) and dropped."""
+    cdef int c, n, j, s, nu, bonus
+    cdef double* gw
+    cdef double* gt
+    # points + next value of each open upper box, for each count of its face
+    for c in range(6):
+        if p.ubase[c] < 0:
+            continue
+        for n in range(6):
+            s = (c + 1) * n
+            gw = GW + (c * 6 + n) * BLOCK
+            gt = GT + (c * 6 + n) * BLOCK
+            for j in range(BLOCK):
+                bonus = upper_step(j0 + j, s, rp.upper_bonus, &nu)
+                gw[j] = <double>(s + bonus) + W[p.ubase[c] + nu]
+                gt[j] = <double>(s + bonus) + T[p.ubase[c] + nu]
+    # next values of the lower boxes (the upper subtotal is unchanged)
+    for c in range(8):
+        if p.lbase[c] < 0:
+            continue
+        gw = GW + (36 + c) * BLOCK
+        gt = GT + (36 + c) * BLOCK
+        for j in range(BLOCK):
+            gw[j] = W[p.lbase[c] + j0 + j]
+            gt[j] = T[p.lbase[c] + j0 + j]
+    yb_final_roll(AW, AT, GW, GT, p.nbox, p.src, p.add, p.ybon)
+    yb_keep_stage(AW, AT, IB, KEEP_ADD_C, KEEP_SUB_C)      # second keep (one roll left)
+    yb_keep_stage(AW, AT, IB, KEEP_ADD_C, KEEP_SUB_C)      # first keep (two rolls left)
+    yb_first_roll(AT, PROLL, out, nout)
 
 
 def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtzee_bonus,
@@ -634,12 +589,11 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
 
     The same policy as :func:`yamblab.oracle._kernels.evaluate_policy` (ties to the first box in
     card order and the lowest keep index; the agent's values are computed with the same
-    arithmetic) and the same result up to rounding (1e-12), about twice as fast: the agent's
-    best keep of each roll is found by the sub-keep recursion of the oracle's pass, carrying the
-    index of the best keep, in place (no copy), instead of a scan over every sub-keep of every
-    roll; the points and
-    next values of the upper boxes are tabulated once per count of the face; the value before
-    the first roll is a dot product with P(roll).
+    arithmetic) and the same result up to rounding (about 1e-12), about four times as fast: the
+    turn runs on blocks of 8 upper subtotals held in vector registers (``_blocked_turn.h``), the
+    agent's best keep of each roll is found by the sub-keep recursion of the oracle's pass,
+    carrying the winner's index and true value in place, and the value before the first roll is a
+    dot product with P(roll).
 
     Args:
         W: float64 (4096, 3, 64) valuation (no NaN where the agent looks).
@@ -658,12 +612,13 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
     rp.upper_bonus = upper_bonus
     rp.yahtzee_bonus = yahtzee_bonus
     cdef int[:, :] groups
-    cdef int n, i, m12, ys, L, ng, j
+    cdef int n, i, m12, ys, L, ng, j, b
     cdef double* AW = NULL
     cdef double* AT = NULL
     cdef double* IB = NULL
     cdef double* GW = NULL
     cdef double* GT = NULL
+    cdef TurnPlan* plan = NULL
     if n_threads <= 0:
         import os
         n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -672,16 +627,23 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
         groups = layer_groups(n)
         ng = groups.shape[0]
         with nogil, parallel(num_threads=n_threads):
-            AW = <double*> malloc(462 * LMAX * sizeof(double))
-            AT = <double*> malloc(462 * LMAX * sizeof(double))
-            IB = <double*> malloc(462 * LMAX * sizeof(double))
-            GW = <double*> malloc(36 * LMAX * sizeof(double))
-            GT = <double*> malloc(36 * LMAX * sizeof(double))
+            # 64-byte aligned rows of 8 doubles (the vector type's alignment)
+            AW = <double*> aligned_alloc(64, 462 * BLOCK * sizeof(double))
+            AT = <double*> aligned_alloc(64, 462 * BLOCK * sizeof(double))
+            IB = <double*> aligned_alloc(64, 462 * BLOCK * sizeof(double))
+            GW = <double*> aligned_alloc(64, NSRC * BLOCK * sizeof(double))
+            GT = <double*> aligned_alloc(64, NSRC * BLOCK * sizeof(double))
+            plan = <TurnPlan*> malloc(sizeof(TurnPlan))
             for i in prange(ng, schedule="dynamic", chunksize=4):
                 m12 = groups[i, 0]
                 ys = groups[i, 1]
                 L = (upper_max(m12) + 1) if upper_bonus else 1
-                group_eval(Wp, T, m12, ys, L, rp, AW, AT, IB, GW, GT, T + (m12 * 3 + ys) * LMAX)
+                make_plan(m12, ys, rp, plan)
+                b = 0
+                while b < L:
+                    block_eval(Wp, T, b, rp, plan, AW, AT, IB, GW, GT,
+                               T + (m12 * 3 + ys) * LMAX + b, (L - b) if L - b < BLOCK else BLOCK)
+                    b = b + BLOCK
                 if not upper_bonus:
                     for j in range(1, 64):
                         T[(m12 * 3 + ys) * LMAX + j] = T[(m12 * 3 + ys) * LMAX]
@@ -690,6 +652,7 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
             free(IB)
             free(GW)
             free(GT)
+            free(plan)
         if progress is not None:
             progress(ng)
     return table

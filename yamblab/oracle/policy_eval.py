@@ -3,7 +3,8 @@
 A turn-perfect agent plays each turn exactly against a valuation of boundary states. Its
 expected score is computed with no sampling noise by the backward pass run with the agent's
 own choices and the true rewards (:func:`yamblab.oracle._occupancy.evaluate`, the same policy
-and numbers as :func:`yamblab.oracle._kernels.evaluate_policy`, about twice as fast).
+and numbers as :func:`yamblab.oracle._kernels.evaluate_policy`, about three times as fast:
+the turn runs on blocks of 8 upper subtotals in vector registers).
 """
 
 from __future__ import annotations

@@ -97,3 +97,14 @@ cdef inline int mask13_to_12(int m13) noexcept nogil:
 
 cdef inline int mask12_to_13(int m12) noexcept nogil:
     return (m12 & 0x7FF) | (((m12 >> 11) & 1) << 12)
+
+
+cdef inline int upper_step(int u, int s, bint upper_bonus, int* nu) noexcept nogil:
+    """Scoring s points in an upper box at capped upper subtotal u: writes the next capped
+    subtotal to nu (0 when the variant has no upper bonus: one lane) and returns the bonus
+    earned now (35 when the subtotal reaches 63)."""
+    if not upper_bonus:
+        nu[0] = 0
+        return 0
+    nu[0] = 63 if u + s > 63 else u + s
+    return 35 if (u < 63 and u + s >= 63) else 0

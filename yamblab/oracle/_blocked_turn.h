@@ -1,10 +1,10 @@
 /* Lane-blocked within-turn pass of a turn-perfect agent (used by _occupancy.evaluate).
  *
  * One boundary group (filled boxes, Yahtzee box) has up to 64 lanes, one per capped upper
- * subtotal. Here a turn is run for a block of 8 lanes at a time: every table row is one
- * 8-double vector (GCC vector extensions: one AVX-512 register, two AVX2 registers, or four SSE2
- * registers, whatever the target has), so the working set of a turn (three tables of 462 keeps)
- * stays in the first two cache levels and every loop is an explicit vector loop.
+ * subtotal. Here a turn is run for a block of 8 lanes at a time: every table row is 8 doubles,
+ * held as YB_NV native vectors (GCC vector extensions: one AVX-512 register, two AVX registers or
+ * four SSE2 registers, whatever the build targets), so the working set of a turn (three tables of
+ * 462 keeps) stays in the first two cache levels and every loop is an explicit vector loop.
  *
  * Tables: AW the agent's valuation W, AT the true expected points, IB the index of the agent's
  * best keep (as a double, so that it moves with the values), each 462 rows of 8 lanes: keeps of
@@ -21,11 +21,26 @@
 #include <math.h>
 #include <stdint.h>
 
-typedef double yb_v8d __attribute__((vector_size(64)));
-typedef long long yb_v8l __attribute__((vector_size(64)));
+#if defined(__AVX512F__)
+#define YB_VBYTES 64
+#elif defined(__AVX__)
+#define YB_VBYTES 32
+#else
+#define YB_VBYTES 16
+#endif
+#define YB_NV (64 / YB_VBYTES)     /* native vectors per row of 8 lanes */
+#define YB_W (YB_VBYTES / 8)        /* doubles per native vector */
 
-static inline yb_v8d yb_select(yb_v8l m, yb_v8d a, yb_v8d b) {
-    return (yb_v8d)(((yb_v8l)a & m) | ((yb_v8l)b & ~m));
+typedef double yb_vd __attribute__((vector_size(YB_VBYTES)));
+typedef long long yb_vl __attribute__((vector_size(YB_VBYTES)));
+
+static inline yb_vd yb_select(yb_vl m, yb_vd a, yb_vd b) {
+    return (yb_vd)(((yb_vl)a & m) | ((yb_vl)b & ~m));
+}
+
+static inline yb_vd yb_splat(double x) {
+    const yb_vd zero = {0};
+    return zero + x;        /* GCC broadcasts the scalar (x is never -0.0 here) */
 }
 
 /* Final roll: AW / AT rows 210 + r = the best source by W (ties to the first in card order)
@@ -35,23 +50,28 @@ static inline yb_v8d yb_select(yb_v8l m, yb_v8d a, yb_v8d b) {
 static inline void yb_final_roll(double* aw, double* at, const double* gw, const double* gt,
                                  const int* nbox, const int (*src)[13], const double (*add)[13],
                                  const double* ybon) {
-    yb_v8d* AW = (yb_v8d*)aw;
-    yb_v8d* AT = (yb_v8d*)at;
-    const yb_v8d* GW = (const yb_v8d*)gw;
-    const yb_v8d* GT = (const yb_v8d*)gt;
-    const yb_v8d ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                         -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    yb_vd* AW = (yb_vd*)aw;
+    yb_vd* AT = (yb_vd*)at;
+    const yb_vd* GW = (const yb_vd*)gw;
+    const yb_vd* GT = (const yb_vd*)gt;
+    const yb_vd ninf = yb_splat(-INFINITY);
     for (int r = 0; r < 252; r++) {
-        yb_v8d bw = ninf, bt = ninf;
+        yb_vd bw[YB_NV], bt[YB_NV];
+        for (int h = 0; h < YB_NV; h++) bw[h] = bt[h] = ninf;
         for (int k = 0; k < nbox[r]; k++) {
             double a = add[r][k];
-            yb_v8d v = a + GW[src[r][k]];
-            yb_v8l m = v > bw;
-            bw = yb_select(m, v, bw);
-            bt = yb_select(m, a + GT[src[r][k]], bt);
+            int q = src[r][k] * YB_NV;
+            for (int h = 0; h < YB_NV; h++) {
+                yb_vd v = a + GW[q + h];
+                yb_vl m = v > bw[h];
+                bw[h] = yb_select(m, v, bw[h]);
+                bt[h] = yb_select(m, a + GT[q + h], bt[h]);
+            }
         }
-        AW[210 + r] = bw + ybon[r];
-        AT[210 + r] = bt + ybon[r];
+        for (int h = 0; h < YB_NV; h++) {
+            AW[(210 + r) * YB_NV + h] = bw[h] + ybon[r];
+            AT[(210 + r) * YB_NV + h] = bt[h] + ybon[r];
+        }
     }
 }
 
@@ -63,41 +83,56 @@ static inline void yb_final_roll(double* aw, double* at, const double* gw, const
  * the W and T values of the agent's keep of roll r. */
 static inline void yb_keep_stage(double* aw, double* at, double* ib, const int32_t (*kadd)[6],
                                  const int32_t (*ksub)[6]) {
-    yb_v8d* AW = (yb_v8d*)aw;
-    yb_v8d* AT = (yb_v8d*)at;
-    yb_v8d* IB = (yb_v8d*)ib;
+    yb_vd* AW = (yb_vd*)aw;
+    yb_vd* AT = (yb_vd*)at;
+    yb_vd* IB = (yb_vd*)ib;
     for (int k = 209; k >= 0; k--) {
         const int32_t* a = kadd[k];
-        AW[k] = (AW[a[0]] + AW[a[1]] + AW[a[2]] + AW[a[3]] + AW[a[4]] + AW[a[5]]) / 6.0;
-        AT[k] = (AT[a[0]] + AT[a[1]] + AT[a[2]] + AT[a[3]] + AT[a[4]] + AT[a[5]]) * (1.0 / 6.0);
+        for (int h = 0; h < YB_NV; h++) {
+            AW[k * YB_NV + h] = (AW[a[0] * YB_NV + h] + AW[a[1] * YB_NV + h] + AW[a[2] * YB_NV + h]
+                                 + AW[a[3] * YB_NV + h] + AW[a[4] * YB_NV + h] + AW[a[5] * YB_NV + h]) / 6.0;
+            AT[k * YB_NV + h] = (AT[a[0] * YB_NV + h] + AT[a[1] * YB_NV + h] + AT[a[2] * YB_NV + h]
+                                 + AT[a[3] * YB_NV + h] + AT[a[4] * YB_NV + h] + AT[a[5] * YB_NV + h])
+                                * (1.0 / 6.0);
+        }
     }
-    IB[0] = (yb_v8d){0, 0, 0, 0, 0, 0, 0, 0};
+    for (int h = 0; h < YB_NV; h++) IB[h] = yb_splat(0.0);
     for (int k = 1; k < 462; k++) {
-        yb_v8d bw = AW[k], bt = AT[k];
-        double kk = (double)k;
-        yb_v8d bi = {kk, kk, kk, kk, kk, kk, kk, kk};
+        yb_vd bw[YB_NV], bt[YB_NV], bi[YB_NV];
+        for (int h = 0; h < YB_NV; h++) {
+            bw[h] = AW[k * YB_NV + h];
+            bt[h] = AT[k * YB_NV + h];
+            bi[h] = yb_splat((double)k);
+        }
         const int32_t* s = ksub[k];
         for (int f = 0; f < 6; f++) {
             int q = s[f];
             if (q < 0) continue;
-            yb_v8d v = AW[q], ii = IB[q];
-            yb_v8l m = (v > bw) | ((v == bw) & (ii < bi));
-            bw = yb_select(m, v, bw);
-            bt = yb_select(m, AT[q], bt);
-            bi = yb_select(m, ii, bi);
+            q *= YB_NV;
+            for (int h = 0; h < YB_NV; h++) {
+                yb_vd v = AW[q + h], ii = IB[q + h];
+                yb_vl m = (v > bw[h]) | ((v == bw[h]) & (ii < bi[h]));
+                bw[h] = yb_select(m, v, bw[h]);
+                bt[h] = yb_select(m, AT[q + h], bt[h]);
+                bi[h] = yb_select(m, ii, bi[h]);
+            }
         }
-        AW[k] = bw;
-        AT[k] = bt;
-        IB[k] = bi;
+        for (int h = 0; h < YB_NV; h++) {
+            AW[k * YB_NV + h] = bw[h];
+            AT[k * YB_NV + h] = bt[h];
+            IB[k * YB_NV + h] = bi[h];
+        }
     }
 }
 
 /* Value before the first roll: sum over rolls of P(roll) * AT row 210 + r; lanes 0..n-1 to out. */
 static inline void yb_first_roll(const double* at, const double* proll, double* out, int n) {
-    const yb_v8d* AT = (const yb_v8d*)at;
-    yb_v8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int r = 0; r < 252; r++) acc += proll[r] * AT[210 + r];
-    for (int j = 0; j < n; j++) out[j] = acc[j];
+    const yb_vd* AT = (const yb_vd*)at;
+    yb_vd acc[YB_NV];
+    for (int h = 0; h < YB_NV; h++) acc[h] = yb_splat(0.0);
+    for (int r = 0; r < 252; r++)
+        for (int h = 0; h < YB_NV; h++) acc[h] += proll[r] * AT[(210 + r) * YB_NV + h];
+    for (int j = 0; j < n; j++) out[j] = acc[j / YB_W][j % YB_W];
 }
 
 #endif

@@ -46,6 +46,7 @@ extensions = [
     Extension("yamblab.oracle._yamb_free", ["yamblab/oracle/_yamb_free.pyx"], **common),
     Extension("yamblab.oracle._target", ["yamblab/oracle/_target.pyx"], **common),
     Extension("yamblab.oracle._occupancy", ["yamblab/oracle/_occupancy.pyx"], **common),
+    Extension("yamblab.oracle._yamb_turn", ["yamblab/oracle/_yamb_turn.pyx"], **common),
 ]
 
 setup(ext_modules=cythonize(extensions, include_path=["yamblab/games"],

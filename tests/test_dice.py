@@ -82,7 +82,7 @@ def test_best_sub_keep_on_the_keep_lattice_equals_the_max_over_every_sub_keep(n_
 
 
 @pytest.mark.parametrize("n_dice", [5, 6])
-def test_sparse_keep_average_equals_the_dense_product(n_dice):
+def test_lattice_keep_average_equals_the_dense_product(n_dice):
     from yamblab.games.dice6 import dice_tables
 
     t = dice_tables(n_dice)

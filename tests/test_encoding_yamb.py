@@ -98,3 +98,30 @@ def test_boundary_encoder_reuses_its_buffer_and_matches_the_encoder(preset):
         assert len(got) == m
         for f in ("columns", "column_type", "column_features", "dice", "state", "legal"):
             assert np.array_equal(getattr(got, f), getattr(want, f)), f
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_card_encoding_kernel_matches_the_formulas(preset):
+    """The compiled card writer against the encoding's formulas written out in numpy."""
+    from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
+
+    r = get_preset(preset)
+    rng = np.random.default_rng(5)
+    m, C, R = 200, r.n_columns, r.n_rows
+    card = np.where(rng.random((m, C, R)) < 0.7, rng.integers(0, 90, (m, C, R)), -1).astype(np.int16)
+    enc = E.EncodedBatch.empty(m)
+    E.write_yamb_card(enc, card, r)
+    filled = card >= 0
+    sc = np.maximum(card, 0).astype(np.float64)
+    assert np.array_equal(enc.columns[:, :C, :R, 0], filled.astype(np.float32))
+    assert np.allclose(enc.columns[:, :C, :R, 1], sc / E.SCORE_SCALE, rtol=1e-6, atol=0)
+    assert not enc.columns[:, C:].any() and not enc.columns[:, :, R:].any()
+    up = sc[:, :, :6].sum(2)
+    mid = sc[:, :, ONES_ROW] * (sc[:, :, MAX_ROW] - sc[:, :, MIN_ROW])
+    if r.middle_clamp:
+        mid = np.maximum(mid, 0.0)
+    mid = np.where(filled[:, :, ONES_ROW] & filled[:, :, MAX_ROW] & filled[:, :, MIN_ROW], mid, 0.0)
+    want = np.stack([up / 60, np.maximum(0, r.upper_bonus_threshold - up) / 60, mid / 60,
+                     sc[:, :, ONES_ROW] / 5], axis=-1)
+    assert np.allclose(enc.column_features[:, :C], want, rtol=1e-6, atol=0)
+    assert [E.COLUMN_TYPES[t] for t in enc.column_type[0, :C]] == list(r.columns)

@@ -219,26 +219,14 @@ def write_yamb_card(enc: EncodedBatch, card: np.ndarray, rules) -> None:
             in full: column types, boxes and column features).
         card: int (m, C, R) box scores in points, -1 open.
     """
+    from yamblab.games.yamb._engine import write_cards
     from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
 
-    C, R = rules.n_columns, rules.n_rows
-    # written slice by slice in place (search leaves: hundreds of thousands of cards per turn)
-    filled = card >= 0
-    sc = np.maximum(card, 0).astype(np.float32)
-    cols = enc.columns[:, :C, :R]
-    cols[..., 0] = filled.astype(np.float32)     # (a bool cast into a strided view is slow)
-    np.divide(sc, np.float32(SCORE_SCALE), out=cols[..., 1])
+    C = rules.n_columns
+    # one compiled pass over the cards (search leaves: hundreds of thousands of cards per turn)
+    write_cards(np.ascontiguousarray(card, np.int16), enc.columns, enc.column_features, ONES_ROW, MAX_ROW,
+                MIN_ROW, int(rules.upper_bonus_threshold), bool(rules.middle_clamp), SCORE_SCALE)
     enc.column_type[:, :C] = [COLUMN_TYPES.index(k) for k in rules.columns]
-    up = sc[:, :, :6].sum(axis=2)
-    cf = enc.column_features
-    np.divide(up, 60.0, out=cf[:, :C, 0])
-    cf[:, :C, 1] = np.maximum(0.0, rules.upper_bonus_threshold - up) / 60.0
-    mid = sc[:, :, ONES_ROW] * (sc[:, :, MAX_ROW] - sc[:, :, MIN_ROW])
-    if rules.middle_clamp:
-        np.maximum(mid, 0.0, out=mid)
-    mid *= filled[:, :, ONES_ROW] & filled[:, :, MAX_ROW] & filled[:, :, MIN_ROW]
-    np.divide(mid, 60.0, out=cf[:, :C, 2])
-    np.divide(sc[:, :, ONES_ROW], 5.0, out=cf[:, :C, 3])
 
 
 def yamb_shared_index(rules) -> np.ndarray:

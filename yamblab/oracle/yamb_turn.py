@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from yamblab.games.dice6 import dice_tables
+from yamblab.games.dice6 import dice_tables, keep_down, keep_up
 from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, legal_boxes, score_table
 
 NEG = -1e9
@@ -60,25 +60,21 @@ def _turn_dp(rules: YambRules, best: np.ndarray, best_pure: np.ndarray | None = 
         (K, v0): K float (B, L-1, n_keeps), the value of each keep after roll ``j`` (the empty
         keep, index 0, leads to a pure roll); v0 float (B,), the value before the first roll.
     """
-    t = dice_tables(rules.n_dice)
-    B, L, _ = best.shape
-    K = np.empty((B, max(L - 1, 0), t.n_keeps))
-    if best_pure is None:
-        best_pure = best
-    elif best_pure.shape != best.shape:
-        raise ValueError(f"best_pure {best_pure.shape} must have the shape of best {best.shape}")
-    has_pure = best_pure is not best
-    p_empty = t.p_roll_given_keep[0]
-    v, vp = best[:, L - 1], best_pure[:, L - 1]
-    for j in range(L - 2, -1, -1):
-        kj = t.keep_average(v)
-        if has_pure:
-            kj[:, 0] = vp @ p_empty                     # the empty keep: every die rerolled
-        K[:, j] = kj
-        sub = t.best_sub_keep(kj)
-        v = np.maximum(best[:, j], sub)
-        vp = np.maximum(best_pure[:, j], sub) if has_pure else v
-    return K, vp @ p_empty
+    from yamblab.oracle._yamb_turn import turn_dp
+
+    best = np.ascontiguousarray(best, dtype=np.float64)
+    if best_pure is not None:
+        if best_pure.shape != best.shape:
+            raise ValueError(f"best_pure {best_pure.shape} must have the shape of best {best.shape}")
+        best_pure = None if best_pure is best else np.ascontiguousarray(best_pure, dtype=np.float64)
+    return turn_dp(best, best_pure, keep_up(rules.n_dice), keep_down(rules.n_dice),
+                   _p_empty(rules.n_dice))
+
+
+@lru_cache(maxsize=2)
+def _p_empty(n_dice: int) -> np.ndarray:
+    """float64 (n_rolls,): P(roll) of a throw of every die."""
+    return np.ascontiguousarray(dice_tables(n_dice).p_roll_given_keep[0])
 
 
 def _best_box(W: np.ndarray, S: np.ndarray, legal: np.ndarray) -> np.ndarray:
@@ -90,22 +86,19 @@ def _best_box(W: np.ndarray, S: np.ndarray, legal: np.ndarray) -> np.ndarray:
 
     Returns:
         float64 (B, L, n_rolls): ``max`` over legal (c, r) of ``W[b, c, r, S[roll, r, j]]``,
-        :data:`NEG` where no box is legal (equal to masking all C·R boxes, without
-        gathering the illegal ones).
+        :data:`NEG` where no box is legal (equal to masking all C·R boxes; compiled loops visit
+        only the legal ones).
+
+    Raises:
+        ValueError: a score outside the box values' last axis, or mismatched shapes.
     """
-    B, _, _, L = legal.shape
-    n_rolls = S.shape[0]
-    out = np.full((B, L, n_rolls), NEG)
-    b, c, r, j = np.nonzero(legal)                    # in (b, c, r, j) order
-    if b.size == 0:
-        return out
-    vals = W[b[:, None], c[:, None], r[:, None], S[:, r, j].T]         # (k, n_rolls)
-    order = np.lexsort((j, b))                          # group the boxes of each (game, roll j)
-    b, j, vals = b[order], j[order], vals[order]
-    key = b * L + j
-    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    out[b[start], j[start]] = np.maximum.reduceat(vals, start, axis=0)
-    return out
+    from yamblab.oracle._yamb_turn import best_box
+
+    ST = np.ascontiguousarray(np.asarray(S, np.int64).transpose(1, 2, 0))          # (R, L, n_rolls)
+    if ST.size and (ST.min() < 0 or ST.max() >= W.shape[-1]):
+        raise ValueError(f"scores must lie within 0..{W.shape[-1] - 1} (the box values' last axis)")
+    return best_box(np.ascontiguousarray(W, dtype=np.float64), ST,
+                    np.ascontiguousarray(legal, dtype=np.bool_).view(np.uint8), NEG)
 
 
 def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

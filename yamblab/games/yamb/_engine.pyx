@@ -422,3 +422,50 @@ cdef class YambCore:
         for c in range(self.C):
             self._ct[i, c] = self._column_total(i, c)
             self._total[i] += self._ct[i, c]
+
+
+def write_cards(const int16_t[:, :, ::1] card, float[:, :, :, ::1] columns, float[:, :, ::1] features,
+                int ones_row, int max_row, int min_row, int threshold, bint middle_clamp,
+                float score_scale):
+    """The card part of the shared encoding, in one pass (see ``encoding.write_yamb_card``).
+
+    Args:
+        card: int16 (m, C, R) box scores in points, -1 open.
+        columns: float32 (m, 8, 16, 2), written at [:, :C, :R]: filled flag, score / score_scale.
+        features: float32 (m, 8, 4), written at [:, :C]: upper sum / 60, points still missing
+            to the upper bonus threshold / 60, the middle term (Ones × (Max − Min), clamped at 0
+            under ``middle_clamp``, 0 until all three are filled) / 60, Ones / 5.
+
+    Raises:
+        ValueError: arrays of mismatched sizes.
+    """
+    cdef Py_ssize_t m = card.shape[0], C = card.shape[1], R = card.shape[2], i, c, r
+    if columns.shape[0] < m or features.shape[0] < m or columns.shape[1] < C or columns.shape[2] < R \
+            or columns.shape[3] != 2 or features.shape[1] < C or features.shape[2] != 4 or R < 8:
+        raise ValueError("columns (m, >=C, >=R, 2) and features (m, >=C, 4) must hold the cards")
+    cdef int v, up, o, mx, mn
+    cdef float mid
+    with nogil:
+        for i in range(m):
+            for c in range(C):
+                up = 0
+                for r in range(R):
+                    v = card[i, c, r]
+                    if v >= 0:
+                        columns[i, c, r, 0] = 1.0
+                        columns[i, c, r, 1] = <float>v / score_scale
+                        if r < 6:
+                            up = up + v
+                    else:
+                        columns[i, c, r, 0] = 0.0
+                        columns[i, c, r, 1] = 0.0
+                features[i, c, 0] = <float>up / 60.0
+                features[i, c, 1] = <float>(threshold - up if threshold > up else 0) / 60.0
+                o, mx, mn = card[i, c, ones_row], card[i, c, max_row], card[i, c, min_row]
+                mid = 0.0
+                if o >= 0 and mx >= 0 and mn >= 0:
+                    mid = <float>(o * (mx - mn))
+                    if middle_clamp and mid < 0:
+                        mid = 0.0
+                features[i, c, 2] = mid / 60.0
+                features[i, c, 3] = <float>(o if o > 0 else 0) / 5.0

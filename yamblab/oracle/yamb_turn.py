@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from yamblab.games.dice6 import dice_tables, keep_down, keep_up
-from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, legal_boxes, score_table
+from yamblab.games.yamb.rules import COLUMN_KINDS, MAX_ROW, MIN_ROW, ONES_ROW, YambRules, score_table
 
 NEG = -1e9
 
@@ -133,6 +133,7 @@ class TurnPlanner:
         self.tables = dice_tables(rules.n_dice)
         self.S = score_table(rules).astype(np.int64)               # (n_rolls, R, Lmax)
         self.smax = int(self.S.max())
+        self._kinds = np.array([COLUMN_KINDS.index(k) for k in rules.columns], dtype=np.int8)
         self._K = None
         self._key = None
 
@@ -181,16 +182,16 @@ class TurnPlanner:
         rerolled), which may also take the announce column under
         ``rules.announce_free_on_pure_roll`` (:func:`~yamblab.games.yamb.rules.legal_boxes`).
         """
+        from yamblab.games.yamb._engine import placement_masks
+
         r = self.rules
+        card = np.ascontiguousarray(batch.card[games], dtype=np.int16)
         out = np.zeros((len(games), r.n_columns, r.n_rows, L), dtype=bool)
-        for bi, g in enumerate(games):
-            card = batch.card[g].tolist()
-            first = legal_boxes(r, card, 1, None)
-            later = legal_boxes(r, card, 2, None, pure=pure) if L > 1 else []
-            for c, row in first:
-                out[bi, c, row, 0] = True
-            for c, row in later:
-                out[bi, c, row, 1:] = True
+        out[..., 0] = placement_masks(card, self._kinds, r.announce_column, True, True,
+                                      r.announce_free_on_pure_roll)
+        if L > 1:
+            out[..., 1:] = placement_masks(card, self._kinds, r.announce_column, False, pure,
+                                           r.announce_free_on_pure_roll)[..., None]
         return out
 
     def _plan(self, batch, games: np.ndarray, W: np.ndarray) -> np.ndarray:

@@ -42,6 +42,111 @@ cdef inline int8_t die_face(uint64_t seed, uint64_t game, int turn, int roll, in
     return <int8_t>(1 + (((x >> 32) * 6) >> 32))
 
 
+cdef inline bint _free_rest(const int16_t* card, int C, int R, const int8_t* kinds) noexcept nogil:
+    """Some box outside the announce and hand columns is open (card: C*R, -1 open)."""
+    cdef int c, r
+    for c in range(C):
+        if kinds[c] == K_ANNOUNCE or kinds[c] == K_HAND:
+            continue
+        for r in range(R):
+            if card[c * R + r] < 0:
+                return True
+    return False
+
+
+cdef void _placements(const int16_t* card, int C, int R, const int8_t* kinds, int ann_col,
+                      bint first, bint pure_free_now, uint8_t* o) noexcept nogil:
+    """Mark o[c * R + r] = 1 for every box where the dice may be scored without an announcement
+    (o is zeroed by the caller): each column by its fill order, the hand column on the first
+    roll only, and, when ``pure_free_now`` (a pure roll under the pure-roll rule while announcing
+    is not compulsory), the open boxes of the announce column."""
+    cdef int c, r, k, lo, hi
+    for c in range(C):
+        k = kinds[c]
+        if k == K_ANNOUNCE:
+            continue
+        if k == K_HAND and not first:
+            continue
+        if k == K_FREE or k == K_HAND:
+            for r in range(R):
+                if card[c * R + r] < 0:
+                    o[c * R + r] = 1
+        elif k == K_DOWN:
+            for r in range(R):
+                if card[c * R + r] < 0:
+                    o[c * R + r] = 1
+                    break
+        elif k == K_UP:
+            for r in range(R - 1, -1, -1):
+                if card[c * R + r] < 0:
+                    o[c * R + r] = 1
+                    break
+        else:
+            lo = -1
+            hi = -1
+            if k == K_FROM_MIDDLE:
+                for r in range(6, -1, -1):
+                    if card[c * R + r] < 0:
+                        lo = r
+                        break
+                for r in range(7, R):
+                    if card[c * R + r] < 0:
+                        hi = r
+                        break
+            else:
+                for r in range(0, 7):
+                    if card[c * R + r] < 0:
+                        lo = r
+                        break
+                for r in range(R - 1, 6, -1):
+                    if card[c * R + r] < 0:
+                        hi = r
+                        break
+            if lo >= 0:
+                o[c * R + lo] = 1
+            if hi >= 0:
+                o[c * R + hi] = 1
+    if pure_free_now and ann_col >= 0:
+        for r in range(R):
+            if card[ann_col * R + r] < 0:
+                o[ann_col * R + r] = 1
+
+
+def placement_masks(const int16_t[:, :, ::1] card, kinds, int ann_col, bint first, bint pure,
+                    bint pure_free):
+    """Boxes where the dice may be scored without an announcement, for cards at a given roll.
+
+    The engine's own rule (the placements of its legal-action mask; the reference is
+    ``rules.legal_boxes(rules, card, 1 if first else 2, None, pure)``).
+
+    Args:
+        card: int16 (B, C, R) cards, -1 open; kinds: int8 (C,) column kinds; ann_col: the
+            announce column or -1; first: the first roll of the turn (the hand column is open
+            to it); pure: the roll threw every die; pure_free: the rules'
+            ``announce_free_on_pure_roll``.
+
+    Returns:
+        bool (B, C, R).
+
+    Raises:
+        ValueError: ``kinds`` not of length C.
+    """
+    cdef const int8_t[::1] kv = np.ascontiguousarray(kinds, dtype=np.int8)
+    cdef Py_ssize_t B = card.shape[0], C = card.shape[1], R = card.shape[2], i
+    if kv.shape[0] != C:
+        raise ValueError(f"kinds has {kv.shape[0]} columns, the cards {C}")
+    out = np.zeros((B, C, R), dtype=np.bool_)
+    if B == 0 or C == 0 or R == 0:
+        return out
+    cdef uint8_t[:, :, ::1] o = out.view(np.uint8)
+    cdef bint free_now
+    with nogil:
+        for i in range(B):
+            free_now = pure_free and pure and _free_rest(&card[i, 0, 0], C, R, &kv[0])
+            _placements(&card[i, 0, 0], C, R, &kv[0], ann_col, first, free_now, &o[i, 0, 0])
+    return out
+
+
 cdef class YambCore:
     """``n`` Yamb games (see the module docstring for the action space).
 
@@ -147,15 +252,7 @@ cdef class YambCore:
 
     cdef inline bint _can_reroll_unannounced(self, Py_ssize_t i) noexcept nogil:
         # Some box outside the announce and hand columns is open.
-        cdef int c, r, k
-        for c in range(self.C):
-            k = self._kinds[c]
-            if k == K_ANNOUNCE or k == K_HAND:
-                continue
-            for r in range(self.R):
-                if self._card[i, c, r] < 0:
-                    return True
-        return False
+        return _free_rest(&self._card[i, 0, 0], self.C, self.R, &self._kinds[0])
 
     cdef inline bint _announce_open(self, Py_ssize_t i) noexcept nogil:
         cdef int r
@@ -168,7 +265,7 @@ cdef class YambCore:
 
     cdef int _legal(self, Py_ssize_t i, uint8_t* o) noexcept nogil:
         """Fill o[0..A) with the legal mask of game i; return the number of legal actions."""
-        cdef int a, c, r, k, lo, hi, n_legal = 0
+        cdef int a, r, n_legal = 0
         cdef int ru = self._ru[i], ann = self._ann[i]
         cdef bint first = ru == 1
         cdef bint must_announce = False, free_rest
@@ -187,65 +284,17 @@ cdef class YambCore:
         if first and self.mode == 1 and self._announce_open(i):
             must_announce = True
         if not must_announce:
-            for c in range(self.C):
-                k = self._kinds[c]
-                if k == K_ANNOUNCE:
-                    continue
-                if k == K_HAND and not first:
-                    continue
-                if k == K_FREE or k == K_HAND:
-                    for r in range(self.R):
-                        if self._card[i, c, r] < 0:
-                            o[c * self.R + r] = 1
-                elif k == K_DOWN:
-                    for r in range(self.R):
-                        if self._card[i, c, r] < 0:
-                            o[c * self.R + r] = 1
-                            break
-                elif k == K_UP:
-                    for r in range(self.R - 1, -1, -1):
-                        if self._card[i, c, r] < 0:
-                            o[c * self.R + r] = 1
-                            break
-                else:
-                    lo = -1
-                    hi = -1
-                    if k == K_FROM_MIDDLE:
-                        for r in range(6, -1, -1):
-                            if self._card[i, c, r] < 0:
-                                lo = r
-                                break
-                        for r in range(7, self.R):
-                            if self._card[i, c, r] < 0:
-                                hi = r
-                                break
-                    else:
-                        for r in range(0, 7):
-                            if self._card[i, c, r] < 0:
-                                lo = r
-                                break
-                        for r in range(self.R - 1, 6, -1):
-                            if self._card[i, c, r] < 0:
-                                hi = r
-                                break
-                    if lo >= 0:
-                        o[c * self.R + lo] = 1
-                    if hi >= 0:
-                        o[c * self.R + hi] = 1
+            free_rest = self._can_reroll_unannounced(i)
+            # A pure roll may be written in the announce column unannounced while announcing
+            # is not compulsory (the condition of an unannounced reroll).
+            _placements(&self._card[i, 0, 0], self.C, self.R, &self._kinds[0], self.ann_col, first,
+                        self.pure_free and self._pure[i] and free_rest, o)
             for a in range(self.P):
                 n_legal += o[a]
-            free_rest = self._can_reroll_unannounced(i)
             if ru < self._rm[i] and free_rest:
                 for a in range(self.H):
                     o[self.P + a] = 1
                 n_legal += self.H
-            # A pure roll may be written in the announce column unannounced while announcing
-            # is not compulsory (the condition of an unannounced reroll).
-            if self.pure_free and self._pure[i] and free_rest and self.ann_col >= 0:
-                for r in range(self.R):
-                    if self._card[i, self.ann_col, r] < 0:
-                        o[self.ann_col * self.R + r] = 1
-                        n_legal += 1
         if first and self.ann_col >= 0:
             for r in range(self.R):
                 if self._card[i, self.ann_col, r] < 0:

@@ -107,6 +107,31 @@ def test_exact_policy_evaluation(official_table):
     assert expected_score(np.zeros((4096, 3, 64)), OFFICIAL) == pytest.approx(217.379, abs=5e-3)
 
 
+@pytest.mark.parametrize("joker, upper, ybonus", [("forced", True, True), ("none", False, False),
+                                                  ("free", False, True)])
+def test_blocked_build_equals_the_single_lane_pass(joker, upper, ybonus):
+    """The table build runs 8 upper subtotals per vector; each entry must equal, bit for bit,
+    the single-lane reference pass (the one grading uses) run on that state against the table."""
+    from yamblab.oracle import _kernels
+
+    rules = YahtzeeRules(joker=joker, upper_bonus=upper, yahtzee_bonus=ybonus)
+    args = (rules.joker_code, rules.upper_bonus, rules.yahtzee_bonus)
+    V = _kernels.solve(*args)
+    rng = np.random.default_rng(11)
+    states = []
+    for _ in range(400):
+        m12 = int(rng.integers(0, 4095))
+        ys = int(rng.integers(0, 3)) if rng.random() < 0.7 else 0
+        if ys and m12 == 4095:
+            ys = 0
+        ok = np.flatnonzero(~np.isnan(V[m12, ys]))
+        states.append((m12, ys, int(rng.choice(ok))))
+    st = np.asarray(states, np.int64)
+    start = np.zeros(len(st))
+    _kernels.turn_solutions(V, *args, st, start)
+    assert np.array_equal(start, V[st[:, 0], st[:, 1], st[:, 2]])
+
+
 def test_greedy_value_from_kernel_directly():
     """The kernel alone (no wrapper) agrees with the reference greedy figure."""
     from yamblab.oracle import _kernels

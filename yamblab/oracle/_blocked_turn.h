@@ -75,6 +75,18 @@ static inline void yb_final_roll(double* aw, double* at, const double* gw, const
     }
 }
 
+/* Keep values for keeps of 4 dice down to 0 (sum of the 6 keeps one die larger, / 6). */
+static inline yb_vd yb_sum6(const yb_vd* A, const int32_t* a, int h) {
+    /* the six keeps one die larger, summed left to right (the reference's order) */
+    return A[a[0] * YB_NV + h] + A[a[1] * YB_NV + h] + A[a[2] * YB_NV + h]
+           + A[a[3] * YB_NV + h] + A[a[4] * YB_NV + h] + A[a[5] * YB_NV + h];
+}
+
+static inline void yb_average(yb_vd* AW, const int32_t (*kadd)[6]) {
+    for (int k = 209; k >= 0; k--)
+        for (int h = 0; h < YB_NV; h++) AW[k * YB_NV + h] = yb_sum6(AW, kadd[k], h) / 6.0;
+}
+
 /* One keep decision. First both tables are averaged over the next die, for keeps of 4 dice
  * down to 0 (kadd[k][f]: the keep k plus a die of face f). Then, in place and in index order,
  * every keep takes the best of itself and its sub-keeps by W (ksub[k][f]: k less one die of
@@ -89,11 +101,8 @@ static inline void yb_keep_stage(double* aw, double* at, double* ib, const int32
     for (int k = 209; k >= 0; k--) {
         const int32_t* a = kadd[k];
         for (int h = 0; h < YB_NV; h++) {
-            AW[k * YB_NV + h] = (AW[a[0] * YB_NV + h] + AW[a[1] * YB_NV + h] + AW[a[2] * YB_NV + h]
-                                 + AW[a[3] * YB_NV + h] + AW[a[4] * YB_NV + h] + AW[a[5] * YB_NV + h]) / 6.0;
-            AT[k * YB_NV + h] = (AT[a[0] * YB_NV + h] + AT[a[1] * YB_NV + h] + AT[a[2] * YB_NV + h]
-                                 + AT[a[3] * YB_NV + h] + AT[a[4] * YB_NV + h] + AT[a[5] * YB_NV + h])
-                                * (1.0 / 6.0);
+            AW[k * YB_NV + h] = yb_sum6(AW, a, h) / 6.0;
+            AT[k * YB_NV + h] = yb_sum6(AT, a, h) * (1.0 / 6.0);
         }
     }
     for (int h = 0; h < YB_NV; h++) IB[h] = yb_splat(0.0);
@@ -133,6 +142,59 @@ static inline void yb_first_roll(const double* at, const double* proll, double* 
     for (int r = 0; r < 252; r++)
         for (int h = 0; h < YB_NV; h++) acc[h] += proll[r] * AT[(210 + r) * YB_NV + h];
     for (int j = 0; j < n; j++) out[j] = acc[j / YB_W][j % YB_W];
+}
+
+/* The oracle's own pass (the build): the same turn with the best choice by one table only. */
+
+/* Final roll: AW rows 210 + r = the best source + the Yahtzee bonus of the roll. */
+static inline void yb_final_roll_max(double* aw, const double* gw, const int* nbox,
+                                     const int (*src)[13], const double (*add)[13],
+                                     const double* ybon) {
+    yb_vd* AW = (yb_vd*)aw;
+    const yb_vd* GW = (const yb_vd*)gw;
+    const yb_vd ninf = yb_splat(-INFINITY);
+    for (int r = 0; r < 252; r++) {
+        yb_vd bw[YB_NV];
+        for (int h = 0; h < YB_NV; h++) bw[h] = ninf;
+        for (int k = 0; k < nbox[r]; k++) {
+            double a = add[r][k];
+            int q = src[r][k] * YB_NV;
+            for (int h = 0; h < YB_NV; h++) {
+                yb_vd v = a + GW[q + h];
+                bw[h] = yb_select(v > bw[h], v, bw[h]);
+            }
+        }
+        for (int h = 0; h < YB_NV; h++) AW[(210 + r) * YB_NV + h] = bw[h] + ybon[r];
+    }
+}
+
+/* One keep decision of the oracle: average, then in place the best sub-keep of every keep (its
+ * value only); afterwards rows 210 + r hold the value of the best keep of roll r. */
+static inline void yb_keep_stage_max(double* aw, const int32_t (*kadd)[6], const int32_t (*ksub)[6]) {
+    yb_vd* AW = (yb_vd*)aw;
+    yb_average(AW, kadd);
+    for (int k = 1; k < 462; k++) {
+        yb_vd bw[YB_NV];
+        for (int h = 0; h < YB_NV; h++) bw[h] = AW[k * YB_NV + h];
+        const int32_t* s = ksub[k];
+        for (int f = 0; f < 6; f++) {
+            int q = s[f];
+            if (q < 0) continue;
+            q *= YB_NV;
+            for (int h = 0; h < YB_NV; h++) {
+                yb_vd v = AW[q + h];
+                bw[h] = yb_select(v > bw[h], v, bw[h]);
+            }
+        }
+        for (int h = 0; h < YB_NV; h++) AW[k * YB_NV + h] = bw[h];
+    }
+}
+
+/* Value before the first roll: the keep averages down to the empty keep; lanes 0..n-1 to out. */
+static inline void yb_average_to_empty(double* aw, const int32_t (*kadd)[6], double* out, int n) {
+    yb_vd* AW = (yb_vd*)aw;
+    yb_average(AW, kadd);
+    for (int j = 0; j < n; j++) out[j] = AW[j / YB_W][j % YB_W];
 }
 
 #endif

@@ -203,6 +203,9 @@ def layer_groups(int n_filled):
     return np.array(out, dtype=np.int32).reshape(-1, 2)
 
 
+include "_blocked_turn.pxi"
+
+
 def solve(int joker, bint upper_bonus, bint yahtzee_bonus, int n_threads=0, progress=None):
     """Build the exact table for a Yahtzee variant by backward induction over boundary states.
 
@@ -223,11 +226,10 @@ def solve(int joker, bint upper_bonus, bint yahtzee_bonus, int n_threads=0, prog
     rp.upper_bonus = upper_bonus
     rp.yahtzee_bonus = yahtzee_bonus
     cdef int[:, :] groups
-    cdef int n, i, m12, ys, L, u0, ng, j
+    cdef int n, i, m12, ys, L, ng, j, b
     cdef double* A = NULL
-    cdef double* B = NULL
     cdef double* G = NULL
-    cdef double out[64]
+    cdef TurnPlan* plan = NULL
     if n_threads <= 0:
         import os
         n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -237,24 +239,26 @@ def solve(int joker, bint upper_bonus, bint yahtzee_bonus, int n_threads=0, prog
         groups = layer_groups(n)
         ng = groups.shape[0]
         with nogil, parallel(num_threads=n_threads):
-            A = <double*> malloc(462 * LMAX * sizeof(double))
-            B = <double*> malloc(462 * LMAX * sizeof(double))
-            G = <double*> malloc(36 * LMAX * sizeof(double))
+            # 64-byte aligned rows of 8 doubles (the vector type's alignment)
+            A = <double*> aligned_alloc(64, 462 * BLOCK * sizeof(double))
+            G = <double*> aligned_alloc(64, NSRC * BLOCK * sizeof(double))
+            plan = <TurnPlan*> malloc(sizeof(TurnPlan))
             for i in prange(ng, schedule="dynamic", chunksize=4):
                 m12 = groups[i, 0]
                 ys = groups[i, 1]
-                if upper_bonus:
-                    L = upper_max(m12) + 1
-                else:
-                    L = 1
-                group_pass(V, m12, ys, 0, L, rp, A, B, G, NULL, NULL,
-                           V + (m12 * 3 + ys) * LMAX)
+                L = (upper_max(m12) + 1) if upper_bonus else 1
+                make_plan(m12, ys, rp, plan)
+                b = 0
+                while b < L:
+                    block_build(V, b, rp, plan, A, G, V + (m12 * 3 + ys) * LMAX + b,
+                                (L - b) if L - b < BLOCK else BLOCK)
+                    b = b + BLOCK
                 if not upper_bonus:
                     for j in range(1, 64):
                         V[(m12 * 3 + ys) * LMAX + j] = V[(m12 * 3 + ys) * LMAX]
             free(A)
-            free(B)
             free(G)
+            free(plan)
         if progress is not None:
             progress(ng)
     return table

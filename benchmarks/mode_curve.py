@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from yamblab.agents.search_agent import network_agent
-from yamblab.model.checkpoint import load_checkpoint, load_network
+from yamblab.model.checkpoint import load_checkpoint, network_from_state
 from yamblab.oracle.grading import grade, mean_ci
 from yamblab.oracle.table import OracleTable
 from yamblab.platform.config import RunConfig
@@ -62,7 +62,7 @@ def main() -> None:
     t_all = time.perf_counter()
     for s in snaps:
         meta = load_checkpoint(s)
-        net = load_network(s)
+        net = network_from_state(meta, source=str(s))
         rep = grade(network_agent(net, cfg.game_obj, args.depth), rules, games=args.games,
                     seed=cfg.runtime.eval_seed, table=table)
         e = evals.get(meta["iteration"], {})

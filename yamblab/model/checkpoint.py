@@ -81,14 +81,23 @@ def load_network(path: str | Path, which: str = "ema", map_location="cpu"):
     Raises:
         DamagedFileError: a damaged checkpoint, or weights missing / unexpected for its config.
     """
+    return network_from_state(load_checkpoint(path, map_location), which, source=str(path))
+
+
+def network_from_state(state: dict, which: str = "ema", source: str = "the checkpoint"):
+    """The network of a checkpoint already loaded with :func:`load_checkpoint` (``which`` as in
+    :func:`load_network`; ``source`` names the file in the error).
+
+    Raises:
+        DamagedFileError: weights missing / unexpected for its config.
+    """
     from yamblab.model.config import ModelConfig
     from yamblab.model.network import YambNet
 
-    state = load_checkpoint(path, map_location)
     try:
         cfg = ModelConfig(**state["model_config"])
         net = YambNet(cfg)
         net.load_state_dict(state[which], strict=True)
     except (KeyError, RuntimeError, ValueError) as exc:
-        raise DamagedFileError(f"checkpoint {path} does not hold a complete network: {exc}") from None
+        raise DamagedFileError(f"checkpoint {source} does not hold a complete network: {exc}") from None
     return net.eval()

@@ -3,6 +3,8 @@
 
 import numpy as np
 
+include "_lattice.pxi"
+
 
 def best_sub_keep(const double[:, ::1] values, const long long[:, ::1] down, Py_ssize_t first_roll):
     """For every keep, the best value over its sub-keeps, on the keep lattice.
@@ -17,24 +19,16 @@ def best_sub_keep(const double[:, ::1] values, const long long[:, ::1] down, Py_
     Returns:
         float64 (B, n_keeps - first_roll): the best sub-keep value of every roll.
     """
-    cdef Py_ssize_t B = values.shape[0], K = values.shape[1], b, k, f
+    cdef Py_ssize_t B = values.shape[0], K = values.shape[1], b, k
     if down.shape[0] != K or down.shape[1] != 6 or not 0 <= first_roll <= K:
         raise ValueError(f"down must be ({K}, 6) and first_roll within 0..{K}")
     out = np.empty((B, K - first_roll), dtype=np.float64)
     cdef double[:, ::1] o = out
     best_arr = np.empty(K, dtype=np.float64)
     cdef double[::1] best = best_arr
-    cdef double m, x
     with nogil:
         for b in range(B):
-            best[0] = values[b, 0]
-            for k in range(1, K):
-                m = values[b, k]
-                for f in range(6):
-                    x = best[down[k, f]]
-                    if x > m:
-                        m = x
-                best[k] = m
+            lattice_best(&values[b, 0], &down[0, 0], &best[0], K)
             for k in range(first_roll, K):
                 o[b, k - first_roll] = best[k]
     return out
@@ -69,14 +63,11 @@ def keep_average(const double[:, ::1] values, const long long[:, ::1] up, Py_ssi
                 raise ValueError("up must point from every keep to a larger one")
     out = np.empty((B, K), dtype=np.float64)
     cdef double[:, ::1] o = out
-    cdef double s
+    if B == 0 or K == 0:
+        return out
     with nogil:
         for b in range(B):
             for k in range(R):
                 o[b, first_roll + k] = values[b, k]
-            for k in range(first_roll - 1, -1, -1):
-                s = 0.0
-                for f in range(6):
-                    s = s + o[b, up[k, f]]
-                o[b, k] = s / 6.0
+            lattice_average(&o[b, 0], &up[0, 0] if first_roll > 0 else NULL, first_roll)
     return out

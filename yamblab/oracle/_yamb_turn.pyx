@@ -5,10 +5,13 @@ every roll, and the within-turn recursion over the dice lattice (5 or 6 dice).
 Keeps are ordered by size (the rolls, the full-size keeps, last), as in
 :func:`yamblab.games.dice6.dice_tables`. The lattice tables come from :mod:`yamblab.games.dice6`:
 ``up[k, f]`` the keep one die of face f larger (keeps smaller than a roll), ``down[k, f]`` the keep
-one die of face f smaller (the empty keep where there is no such die).
+one die of face f smaller (the empty keep where there is no such die); the recursions over them
+are the ones its kernels use (``games/_lattice.pxi``).
 """
 
 import numpy as np
+
+include "_lattice.pxi"
 
 
 def best_box(const double[:, :, :, ::1] W, const long long[:, :, ::1] ST, const unsigned char[:, :, :, ::1] legal,
@@ -73,7 +76,7 @@ def turn_dp(const double[:, :, ::1] best, best_pure, const long long[:, ::1] up,
         ValueError: mismatched shapes.
     """
     cdef Py_ssize_t B = best.shape[0], L = best.shape[1], NR = best.shape[2]
-    cdef Py_ssize_t F = up.shape[0], NK = F + NR, b, j, k, f, q
+    cdef Py_ssize_t F = up.shape[0], NK = F + NR, b, j, q
     if down.shape[0] != NK or up.shape[1] != 6 or down.shape[1] != 6 or p_empty.shape[0] != NR:
         raise ValueError("up (n_keeps - n_rolls, 6), down (n_keeps, 6) and p_empty (n_rolls,) must match best")
     cdef bint has_pure = best_pure is not None
@@ -84,14 +87,17 @@ def turn_dp(const double[:, :, ::1] best, best_pure, const long long[:, ::1] up,
     v0 = np.empty(B, dtype=np.float64)
     cdef double[:, :, ::1] Kv = K
     cdef double[::1] v0v = v0
-    buf = np.empty(3 * NR + NK, dtype=np.float64)
+    if B == 0:
+        return K, v0
+    buf = np.empty(2 * NR + NK, dtype=np.float64)
     cdef double[::1] bv = buf
     cdef double* v = &bv[0]
     cdef double* vp = &bv[NR]
-    cdef double* sub = &bv[2 * NR]
-    cdef double* bs = &bv[3 * NR]
+    cdef double* bs = &bv[2 * NR]          # best sub-keep of every keep
+    cdef double* sub = bs + F              # ... of every roll
+    cdef const long long* upp = &up[0, 0] if F > 0 else NULL
     cdef double* Kj
-    cdef double s, m, x
+    cdef double s, x
     with nogil:
         for b in range(B):
             for q in range(NR):
@@ -101,26 +107,14 @@ def turn_dp(const double[:, :, ::1] best, best_pure, const long long[:, ::1] up,
                 Kj = &Kv[b, j, 0]
                 for q in range(NR):
                     Kj[F + q] = v[q]
-                for k in range(F - 1, -1, -1):
-                    s = 0.0
-                    for f in range(6):
-                        s = s + Kj[up[k, f]]
-                    Kj[k] = s / 6.0
+                lattice_average(Kj, upp, F)
                 if has_pure:
                     s = 0.0
                     for q in range(NR):
                         s = s + vp[q] * p_empty[q]
                     Kj[0] = s
-                bs[0] = Kj[0]
-                for k in range(1, NK):
-                    m = Kj[k]
-                    for f in range(6):
-                        x = bs[down[k, f]]
-                        if x > m:
-                            m = x
-                    bs[k] = m
+                lattice_best(Kj, &down[0, 0], bs, NK)
                 for q in range(NR):
-                    sub[q] = bs[F + q]
                     x = best[b, j, q]
                     v[q] = x if x > sub[q] else sub[q]
                     if has_pure:

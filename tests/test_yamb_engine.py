@@ -222,19 +222,17 @@ def test_string_preset_and_unknown():
 def test_placement_masks_equal_the_reference_legal_boxes(preset):
     """The compiled placements the per-turn planner reads, against rules.legal_boxes, on random
     cards (empty, partly and almost full), first and later rolls, pure and not."""
-    from yamblab.games.yamb._engine import placement_masks
-    from yamblab.games.yamb.rules import COLUMN_KINDS
+    from yamblab.games.yamb.engine import placement_masks
 
     r = get_preset(preset)
     rng = np.random.default_rng(7)
-    kinds = np.array([COLUMN_KINDS.index(k) for k in r.columns], np.int8)
     card = np.where(rng.random((60, r.n_columns, r.n_rows)) < rng.random((60, 1, 1)),
                     rng.integers(0, 50, (60, r.n_columns, r.n_rows)), -1).astype(np.int16)
     card[0] = -1
     card[1] = 5
     card[1, -1, -1] = -1
     for first, pure in ((True, True), (False, False), (False, True)):
-        got = placement_masks(card, kinds, r.announce_column, first, pure, r.announce_free_on_pure_roll)
+        got = placement_masks(r, card, first, pure)
         for i in range(len(card)):
             want = np.zeros((r.n_columns, r.n_rows), bool)
             for c, row in legal_boxes(r, card[i].tolist(), 1 if first else 2, None, pure=pure):

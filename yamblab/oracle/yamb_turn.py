@@ -19,7 +19,8 @@ from functools import lru_cache
 import numpy as np
 
 from yamblab.games.dice6 import dice_tables, keep_down, keep_up
-from yamblab.games.yamb.rules import COLUMN_KINDS, MAX_ROW, MIN_ROW, ONES_ROW, YambRules, score_table
+from yamblab.games.yamb.engine import placement_masks
+from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, score_table
 
 NEG = -1e9
 
@@ -133,7 +134,6 @@ class TurnPlanner:
         self.tables = dice_tables(rules.n_dice)
         self.S = score_table(rules).astype(np.int64)               # (n_rolls, R, Lmax)
         self.smax = int(self.S.max())
-        self._kinds = np.array([COLUMN_KINDS.index(k) for k in rules.columns], dtype=np.int8)
         self._K = None
         self._key = None
 
@@ -182,16 +182,12 @@ class TurnPlanner:
         rerolled), which may also take the announce column under
         ``rules.announce_free_on_pure_roll`` (:func:`~yamblab.games.yamb.rules.legal_boxes`).
         """
-        from yamblab.games.yamb._engine import placement_masks
-
         r = self.rules
-        card = np.ascontiguousarray(batch.card[games], dtype=np.int16)
+        card = batch.card[games]
         out = np.zeros((len(games), r.n_columns, r.n_rows, L), dtype=bool)
-        out[..., 0] = placement_masks(card, self._kinds, r.announce_column, True, True,
-                                      r.announce_free_on_pure_roll)
+        out[..., 0] = placement_masks(r, card, first=True, pure=True)
         if L > 1:
-            out[..., 1:] = placement_masks(card, self._kinds, r.announce_column, False, pure,
-                                           r.announce_free_on_pure_roll)[..., None]
+            out[..., 1:] = placement_masks(r, card, first=False, pure=pure)[..., None]
         return out
 
     def _plan(self, batch, games: np.ndarray, W: np.ndarray) -> np.ndarray:

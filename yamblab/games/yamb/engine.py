@@ -27,12 +27,41 @@ import numpy as np
 
 from yamblab.errors import IllegalActionError
 from yamblab.games.yamb._engine import YambCore
+from yamblab.games.yamb._engine import placement_masks as _placement_masks
 from yamblab.games.dice6 import dice_tables
 from yamblab.games.yamb.rules import (ANNOUNCE_MODES, COLUMN_KINDS, ROW_LABELS, YambRules,
                                 get_preset, score_table)
 
 __all__ = ["YambBatch", "new_yamb_batch", "play_random", "yamb_action_to_shared",
-           "shared_action_to_yamb"]
+           "shared_action_to_yamb", "placement_masks"]
+
+
+def _kind_codes(rules: YambRules) -> np.ndarray:
+    """int8 (C,): each column's kind as the compiled core numbers it (order of COLUMN_KINDS)."""
+    return np.array([COLUMN_KINDS.index(k) for k in rules.columns], dtype=np.int8)
+
+
+def placement_masks(rules: YambRules, card: np.ndarray, first: bool, pure: bool) -> np.ndarray:
+    """Boxes where the dice may be scored without an announcement, for many cards at once.
+
+    The engine's own placement rule (compiled; the readable reference is
+    ``rules.legal_boxes(rules, card, 1 if first else 2, None, pure)``).
+
+    Args:
+        card: int (B, C, R) cards, -1 open.
+        first: the first roll of the turn (the hand column takes it only).
+        pure: the roll threw every die (under ``rules.announce_free_on_pure_roll`` it may then
+            also take the open boxes of the announce column).
+
+    Returns:
+        bool (B, C, R).
+
+    Raises:
+        ValueError: cards of another number of columns than ``rules``.
+    """
+    return _placement_masks(np.ascontiguousarray(card, dtype=np.int16), _kind_codes(rules),
+                            rules.announce_column, bool(first), bool(pure),
+                            bool(rules.announce_free_on_pure_roll))
 
 
 class YambBatch:
@@ -65,7 +94,7 @@ class YambBatch:
             raise ValueError(f"seed {seed} must be between 0 and 2**64-1")
         self.rules = rules
         t = dice_tables(rules.n_dice)
-        kinds = np.array([COLUMN_KINDS.index(k) for k in rules.columns], dtype=np.int8)
+        kinds = _kind_codes(rules)
         self.core = YambCore(int(n), kinds, rules.n_rows, rules.n_dice, rules.rolls,
                              rules.last_turn_rolls, ANNOUNCE_MODES.index(rules.announce_compulsory),
                              rules.upper_bonus_threshold, rules.upper_bonus, rules.middle_clamp,

@@ -1,10 +1,11 @@
-/* Lane-blocked within-turn pass of a turn-perfect agent (used by _occupancy.evaluate).
+/* Lane-blocked within-turn pass of the Yahtzee oracle (_kernels.solve, the table build) and of a
+ * turn-perfect agent (_occupancy.evaluate), through _blocked_turn.pxi.
  *
  * One boundary group (filled boxes, Yahtzee box) has up to 64 lanes, one per capped upper
  * subtotal. Here a turn is run for a block of 8 lanes at a time: every table row is 8 doubles,
  * held as YB_NV native vectors (GCC vector extensions: one AVX-512 register, two AVX registers or
- * four SSE2 registers, whatever the build targets), so the working set of a turn (three tables of
- * 462 keeps) stays in the first two cache levels and every loop is an explicit vector loop.
+ * four SSE2 registers, whatever the build targets), so the working set of a turn (one to three
+ * tables of 462 keeps) stays in the first two cache levels and every loop is an explicit vector loop.
  *
  * Tables: AW the agent's valuation W, AT the true expected points, IB the index of the agent's
  * best keep (as a double, so that it moves with the values), each 462 rows of 8 lanes: keeps of

@@ -64,6 +64,8 @@ def main() -> None:
     p.add_argument("--from", dest="first", type=int, default=0, help="first iteration measured")
     p.add_argument("--to", dest="last", type=int, default=10**9, help="last iteration measured")
     args = p.parse_args()
+    if args.games < 1 or args.every < 1:
+        raise SystemExit("--games and --every must be at least 1")
     snaps = sorted((args.run / "snapshots").glob("iteration-*.pt"))
     if not snaps:
         raise SystemExit(f"{args.run}/snapshots holds no snapshot: train with --set runtime.snapshots=true")

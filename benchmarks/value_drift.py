@@ -49,9 +49,7 @@ def visited_cards(game, games: int, seed: int) -> np.ndarray:
         start = game.turn_start(batch) & ~batch.done
         if start.any():
             cards.append(batch.card[start].copy())
-        act = np.asarray(agent.act(batch), np.int64).copy()
-        act[batch.done] = game.idle_action
-        batch.step(act)
+        batch.step(agent.act(batch))
     return np.concatenate(cards)
 
 
@@ -60,7 +58,7 @@ def main() -> None:
     p.add_argument("run", type=Path, help="a run folder with snapshots/")
     p.add_argument("--games", type=int, default=200, help="oracle games whose turn starts are measured")
     p.add_argument("--seed", type=int, default=7, help="their dice seed (not the evaluator's)")
-    p.add_argument("--every", type=int, default=1, help="measure every k-th snapshot")
+    p.add_argument("--every", type=int, default=1, help="measure every k-th snapshot of the range")
     p.add_argument("--from", dest="first", type=int, default=0, help="first iteration measured")
     p.add_argument("--to", dest="last", type=int, default=10**9, help="last iteration measured")
     args = p.parse_args()
@@ -69,6 +67,10 @@ def main() -> None:
     snaps = sorted((args.run / "snapshots").glob("iteration-*.pt"))
     if not snaps:
         raise SystemExit(f"{args.run}/snapshots holds no snapshot: train with --set runtime.snapshots=true")
+    # the iteration is in the name (runtime.snapshots' iteration-NNNNNN.pt): pick before loading
+    picked = [s for s in snaps if args.first <= int(s.stem.split("-")[1]) <= args.last][::args.every]
+    if not picked:
+        raise SystemExit(f"no snapshot of {args.run} lies in iterations {args.first}..{args.last}")
     cfg = RunConfig(**yaml.safe_load(load_checkpoint(snaps[0])["config"]))
     game = cfg.game_obj
     if game.name != "yamb" or len(game.rules.columns) != 1:
@@ -90,10 +92,8 @@ def main() -> None:
     head = ["iteration", "minutes", "visited RMSE", "visited mean", "successors RMSE", "successors mean",
             "within-turn RMSE"] + [f"mean, {k} filled" for k in range(1, rules.n_rows)]
     print(" | ".join(head))
-    for s in snaps[::args.every]:
+    for s in picked:
         meta = load_checkpoint(s)
-        if not args.first <= meta["iteration"] <= args.last:
-            continue
         net = network_from_state(meta, source=str(s)).eval()
         dv = net.predict_value(enc_v, 16384) - ev
         ds = net.predict_value(enc_s, 16384) - es

@@ -35,3 +35,15 @@ def test_an_empty_mapping_override_clears_instead_of_being_ignored():
     assert base.runtime.eval_modes == {}
     cpu = load_run_config(ROOT / "configs" / "yahtzee-cpu.yaml", {"runtime.eval_modes": {"one_step": 20}})
     assert cpu.runtime.eval_modes == {"none": 500, "one_step": 20}
+
+
+@pytest.mark.parametrize("path, features, needle", [
+    ("yahtzee-cpu.yaml", "card_middle", "reads Yamb's middle term"),
+    ("yamb-free-cpu.yaml", "yahtzee", "reads a Yahtzee card"),
+])
+def test_boundary_features_of_the_other_game_are_refused_by_name(path, features, needle):
+    from yamblab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=needle):
+        load_run_config(ROOT / "configs" / path, {"model.boundary_features": features})
+    assert load_run_config(ROOT / "configs" / path, {"model.boundary_features": "card"}).model.boundary_features == "card"

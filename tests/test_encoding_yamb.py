@@ -125,3 +125,34 @@ def test_card_encoding_kernel_matches_the_formulas(preset):
                      sc[:, :, ONES_ROW] / 5], axis=-1)
     assert np.allclose(enc.column_features[:, :C], want, rtol=1e-6, atol=0)
     assert [E.COLUMN_TYPES[t] for t in enc.column_type[0, :C]] == list(r.columns)
+
+
+@pytest.mark.parametrize("preset", ["croatian", "jamb_nn"])
+def test_middle_products_are_the_known_parts_of_the_middle_term(preset):
+    """``card_middle`` boundary features: the card's features, then per column Ones × Max and
+    Ones × Min / 60 where both boxes are filled, written out from the integer cards."""
+    import torch
+
+    from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
+    from yamblab.model.heads import CARD_FEATURES, BoundaryValueHead, card_features, card_middle_features
+
+    r = get_preset(preset)
+    rng = np.random.default_rng(9)
+    m, C, R = 300, r.n_columns, r.n_rows
+    card = np.where(rng.random((m, C, R)) < 0.5, rng.integers(0, 36, (m, C, R)), -1).astype(np.int16)
+    enc = E.EncodedBatch.empty(m)
+    E.write_yamb_card(enc, card, r)
+    cols, feats = torch.from_numpy(enc.columns), torch.from_numpy(enc.column_features)
+    got = card_middle_features(cols, feats).double().numpy()
+    assert got.shape == (m, CARD_FEATURES + 16)
+    assert np.array_equal(got[:, :CARD_FEATURES], card_features(cols, feats).double().numpy())
+    o, mx, mn = (card[:, :, row].astype(np.float64) for row in (ONES_ROW, MAX_ROW, MIN_ROW))
+    want = np.zeros((m, 8, 2))
+    want[:, :C, 0] = np.where((o >= 0) & (mx >= 0), o * mx, 0.0) / 60
+    want[:, :C, 1] = np.where((o >= 0) & (mn >= 0), o * mn, 0.0) / 60
+    np.testing.assert_allclose(got[:, CARD_FEATURES:], want.reshape(m, 16), rtol=1e-6, atol=1e-9)
+    assert (want[:, :C] > 0).any() and (want[:, :C] == 0).any()   # both cases occur
+    head = BoundaryValueHead(16, features="card_middle")
+    assert head(cols, feats).shape == (m,)
+    with pytest.raises(ValueError, match="unknown boundary features"):
+        BoundaryValueHead(16, features="cards")

@@ -48,7 +48,8 @@ class ModelConfig(BaseModel):
         boundary_features: what that MLP reads: ``"yahtzee"`` (the Yahtzee card's 78
             features above) or ``"card"`` (any game's card in the shared layout: every box's
             filled flag and score / 80, and each column's four bonus features; 288 inputs; for
-            Yamb).
+            Yamb) or ``"card_middle"`` (Yamb: the card's 288 and each column's known products of
+            its middle term, Ones × Max and Ones × Min; 304 inputs).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -70,7 +71,7 @@ class ModelConfig(BaseModel):
     aux_heads: bool = True
     boundary_head: bool = False
     boundary_hidden: int = Field(256, ge=4, le=16384)
-    boundary_features: Literal["yahtzee", "card"] = "yahtzee"
+    boundary_features: Literal["yahtzee", "card", "card_middle"] = "yahtzee"
 
     @model_validator(mode="after")
     def _check(self) -> "ModelConfig":

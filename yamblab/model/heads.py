@@ -22,7 +22,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from yamblab.games.encoding import MAX_DICE, N_HOLD_PATTERNS, N_ROWS
+from yamblab.games.encoding import MAX_DICE, N_COLS, N_HOLD_PATTERNS, N_ROWS, SCORE_SCALE
+from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
 from yamblab.model.blocks import Attention
 from yamblab.model.tokenizer import DICE_TOKEN0, N_COL_TOKENS, N_SCORE_FEATURES, STATE_TOKEN, score_features
 
@@ -125,10 +126,38 @@ BOUNDARY_FEATURES = 13 + 63 + 2
 CARD_FEATURES = 8 * 16 * 2 + 8 * 4
 
 
+#: Inputs of the ``"card_middle"`` boundary features: the card's 288 and 8 × 2 middle products.
+CARD_MIDDLE_FEATURES = CARD_FEATURES + N_COLS * 2
+
+
 def card_features(columns: torch.Tensor, column_features: torch.Tensor) -> torch.Tensor:
     """Features of any card in the shared layout, float32 (B, 288): every box's filled flag and
     score / 80 (``columns`` flattened), then each column's four bonus features."""
     return torch.cat([columns.flatten(1), column_features.flatten(1)], dim=1)
+
+
+def middle_products(columns: torch.Tensor) -> torch.Tensor:
+    """The known parts of each Yamb column's middle term ``Ones × (Max − Min)``, float (B, 8, 2).
+
+    Per column, ``Ones × Max`` and ``Ones × Min`` in points / 60 (the scale of the middle-term
+    bonus feature), each 0 unless both of its boxes are filled (an open box encodes score 0).
+    With them the middle term a card can still expect is linear in its features whichever of
+    Ones, Max and Min are filled: ``o·(mx − E[mn]) = o·mx − o·E[mn]``, ``E[o]·(mx − mn)``,
+    ``o·(E[mx] − E[mn])`` (clamping aside), so the MLP need not build a product itself. Rows
+    are Yamb's (:data:`~yamblab.games.yamb.rules.ONES_ROW`, ``MAX_ROW``, ``MIN_ROW``; seed 000's
+    "Ones count (which multiply that bonus)").
+
+    Args:
+        columns: float (B, 8, 16, 2) of the shared encoding: [filled flag, score / 80].
+    """
+    score = columns[..., 0] * columns[..., 1] * SCORE_SCALE            # (B, 8, 16) points, 0 open
+    ones = score[:, :, ONES_ROW]
+    return torch.stack([ones * score[:, :, MAX_ROW], ones * score[:, :, MIN_ROW]], dim=-1) / 60.0
+
+
+def card_middle_features(columns: torch.Tensor, column_features: torch.Tensor) -> torch.Tensor:
+    """:func:`card_features` followed by :func:`middle_products`, float32 (B, 304), for Yamb."""
+    return torch.cat([card_features(columns, column_features), middle_products(columns).flatten(1)], dim=1)
 
 
 def boundary_features(columns: torch.Tensor, column_features: torch.Tensor) -> torch.Tensor:
@@ -152,16 +181,24 @@ def boundary_features(columns: torch.Tensor, column_features: torch.Tensor) -> t
 class BoundaryValueHead(nn.Module):
     """Scalar points still to come of a boundary position, float (B,), from its card.
 
-    A two-layer SiLU MLP on :func:`boundary_features` (Yahtzee) or :func:`card_features` (any
-    card); the output is scaled by ``scale`` points so that the last layer works in units of
-    order one.
+    A two-layer SiLU MLP on :func:`boundary_features` (``"yahtzee"``), :func:`card_features`
+    (``"card"``: any card) or :func:`card_middle_features` (``"card_middle"``: a Yamb card with
+    its middle term's known products); the output is scaled by ``scale`` points so that the last
+    layer works in units of order one.
+
+    Raises:
+        ValueError: an unknown ``features`` name.
     """
+
+    _FEATURES = {"yahtzee": (boundary_features, BOUNDARY_FEATURES), "card": (card_features, CARD_FEATURES),
+                 "card_middle": (card_middle_features, CARD_MIDDLE_FEATURES)}
 
     def __init__(self, hidden: int, scale: float = 100.0, features: str = "yahtzee"):
         super().__init__()
         self.scale = scale
-        self.features = boundary_features if features == "yahtzee" else card_features
-        n_in = BOUNDARY_FEATURES if features == "yahtzee" else CARD_FEATURES
+        if features not in self._FEATURES:
+            raise ValueError(f"unknown boundary features {features!r} (one of {', '.join(self._FEATURES)})")
+        self.features, n_in = self._FEATURES[features]
         self.mlp = nn.Sequential(nn.Linear(n_in, hidden), nn.SiLU(),
                                  nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, 1))
 

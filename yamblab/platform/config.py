@@ -260,13 +260,17 @@ class RunConfig(BaseModel):
         if self.game == "yahtzee":
             if self.preset is not None or self.columns is not None:
                 raise ValueError("`preset` and `columns` are Yamb options (game: yamb); Yahtzee takes `rules`")
+            if self.model.boundary_head and self.model.boundary_features == "card_middle":
+                raise ValueError("model.boundary_features: 'card_middle' reads Yamb's middle term; "
+                                 "use 'yahtzee' or 'card' for Yahtzee")
         else:
             if self.rules is not None:
                 raise ValueError("`rules` is a Yahtzee option; Yamb takes `preset` (and `columns`)")
             if self.train.distill_oracle:
                 raise ValueError("train.distill_oracle needs Yahtzee's oracle table; Yamb has none")
             if self.model.boundary_head and self.model.boundary_features == "yahtzee":
-                raise ValueError("model.boundary_features: 'yahtzee' reads a Yahtzee card; use 'card' for Yamb")
+                raise ValueError("model.boundary_features: 'yahtzee' reads a Yahtzee card; "
+                                 "use 'card' or 'card_middle' for Yamb")
         try:
             game = make_game(self.game, None if self.game == "yamb" else self.rules, self.preset, self.columns)
         except YamblabError as exc:

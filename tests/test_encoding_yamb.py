@@ -100,17 +100,25 @@ def test_boundary_encoder_reuses_its_buffer_and_matches_the_encoder(preset):
             assert np.array_equal(getattr(got, f), getattr(want, f)), f
 
 
+def _random_encoded_cards(r, m, seed, filled, high):
+    """``m`` random cards int16 (m, C, R) of rules ``r`` (each box filled with probability
+    ``filled``, scores 0..high-1, else -1) and their encoding by ``write_yamb_card``."""
+    rng = np.random.default_rng(seed)
+    shape = (m, r.n_columns, r.n_rows)
+    card = np.where(rng.random(shape) < filled, rng.integers(0, high, shape), -1).astype(np.int16)
+    enc = E.EncodedBatch.empty(m)
+    E.write_yamb_card(enc, card, r)
+    return card, enc
+
+
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_card_encoding_kernel_matches_the_formulas(preset):
     """The compiled card writer against the encoding's formulas written out in numpy."""
     from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
 
     r = get_preset(preset)
-    rng = np.random.default_rng(5)
     m, C, R = 200, r.n_columns, r.n_rows
-    card = np.where(rng.random((m, C, R)) < 0.7, rng.integers(0, 90, (m, C, R)), -1).astype(np.int16)
-    enc = E.EncodedBatch.empty(m)
-    E.write_yamb_card(enc, card, r)
+    card, enc = _random_encoded_cards(r, m, seed=5, filled=0.7, high=90)
     filled = card >= 0
     sc = np.maximum(card, 0).astype(np.float64)
     assert np.array_equal(enc.columns[:, :C, :R, 0], filled.astype(np.float32))
@@ -137,11 +145,8 @@ def test_middle_products_are_the_known_parts_of_the_middle_term(preset):
     from yamblab.model.heads import CARD_FEATURES, BoundaryValueHead, card_features, card_middle_features
 
     r = get_preset(preset)
-    rng = np.random.default_rng(9)
     m, C, R = 300, r.n_columns, r.n_rows
-    card = np.where(rng.random((m, C, R)) < 0.5, rng.integers(0, 36, (m, C, R)), -1).astype(np.int16)
-    enc = E.EncodedBatch.empty(m)
-    E.write_yamb_card(enc, card, r)
+    card, enc = _random_encoded_cards(r, m, seed=9, filled=0.5, high=36)
     cols, feats = torch.from_numpy(enc.columns), torch.from_numpy(enc.column_features)
     got = card_middle_features(cols, feats).double().numpy()
     assert got.shape == (m, CARD_FEATURES + 16)

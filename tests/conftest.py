@@ -48,3 +48,14 @@ def tiny_config(tmp_path):
     root = Path(__file__).resolve().parents[1]
     return load_run_config(root / "configs" / "yahtzee-tiny.yaml",
                            {"runtime.run_dir": str(tmp_path / "runs")})
+
+
+@pytest.fixture()
+def one_torch_thread():
+    """Torch on one thread for the test (restored after it)."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)

@@ -49,8 +49,8 @@ def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp
         assert child.data.params["train.kl_targets"] in ("True", "False")
         assert child.data.tags["yamblab.rules_hash"] == base.rules_obj.digest
         names = {a.path for a in client.list_artifacts(child.info.run_id)}
-        assert {"checkpoint.pt", "config.yaml", "learning_curve.png", "score_histogram.png",
-                "regret_breakdown.png"} <= names
+        assert {"config.yaml", "learning_curve.png", "score_histogram.png", "regret_breakdown.png"} <= names
+        assert "checkpoint.pt" not in names        # the resumable checkpoint stays in runs/
         logged_models = client.search_logged_models([sw.tracker.experiment_id]) if hasattr(
             client, "search_logged_models") else None
         assert logged_models is None or any(m.source_run_id == child.info.run_id for m in logged_models)
@@ -226,7 +226,7 @@ def test_judge_names_an_arm_and_a_mode_the_trials_grade(tmp_path):
     assert spec.judge_modes(base) == {"baseline": "full_turn", "no-kl": "none", "outcome": "full_turn"}
     with pytest.raises(ConfigError, match=r"judge\.nokl: no arm is called 'nokl' \(the arms: baseline, no-kl, outcome\)"):
         load_sweep(_judge_spec(tmp_path, judge={"nokl": "none"}))
-    with pytest.raises(ConfigError, match=r"judge\.no-kl: Input should be 'none', 'one_step' or 'full_turn'"):
+    with pytest.raises(ConfigError, match=r"judge\.no-kl: Input should be 'none', 'one_step', 'full_turn', 'policy_regret'.* or 'full_turn_exact'"):
         load_sweep(_judge_spec(tmp_path, judge={"no-kl": "policy"}))
     with pytest.raises(ConfigError, match=r"judge\.baseline: 'baseline' is the baseline arm"):
         load_sweep(_judge_spec(tmp_path, judge={"baseline": "none"}))

@@ -239,6 +239,7 @@ class Evaluator:
         self._net = None
         self._baseline = None
         self._greedy = None     # the greedy bot's scores on the evaluation dice (a Yamb card)
+        self._decisions = None  # the solver-graded decision set (runtime.solver_eval), built once
 
     def _network(self, weights):
         from yamblab.model.network import YambNet
@@ -276,7 +277,32 @@ class Evaluator:
             ex = exact_network_score(net, self.game.rules)
             out["metrics"].update({"eval.exact_score": ex["exact_score"], "eval.exact_regret": ex["exact_regret"],
                                    "eval.exact_seconds": ex["valuation_seconds"] + ex["evaluation_seconds"]})
+            _add_mode(out, EXACT_MODE, np.array([ex["exact_regret"]]))
+        if self.solver_applies():
+            self.solver_grade(net, out)
         return out
+
+    def solver_applies(self) -> bool:
+        """Whether evaluations grade the network on the decision set (``runtime.solver_eval`` on
+        a game with an exact oracle: Yahtzee, or a single Yamb column)."""
+        return bool(self.cfg.runtime.solver_eval) and (
+            self.game.name == "yahtzee" or getattr(self.game, "oracle_column", None) is not None)
+
+    def solver_grade(self, net, out: dict) -> None:
+        """Grade ``net``'s policy and value heads on the decision set, into an evaluation's
+        payload ``out``: every metric of :func:`~yamblab.oracle.decision_set.solver_losses` as
+        ``eval.solver.*``, and each per-game loss as a mode of its own (``out["modes"][NAME]``
+        with ``eval.NAME.regret_mean`` and its 95% interval over the set's games), so that a
+        sweep pairs arms on it game by game."""
+        from yamblab.oracle.decision_set import decision_set, solver_losses
+
+        if self._decisions is None:
+            self._decisions = decision_set(self.game, games=self.cfg.runtime.solver_games)
+        sl = solver_losses(net, self._decisions)
+        out["metrics"].update({f"eval.solver.{k}": float(v) for k, v in sl.metrics.items()})
+        out["metrics"]["eval.solver.seconds"] = float(sl.seconds)
+        for name, per_game in sl.per_game.items():
+            _add_mode(out, name, np.asarray(per_game, np.float64))
 
     def exact_applies(self) -> bool:
         """Whether the evaluated agent is a valuation of Yahtzee's boundary states: full-turn
@@ -321,6 +347,22 @@ class Evaluator:
 
         return grade(agent, self.game.rules, games=n_games, seed=rt.eval_seed,
                      regret_fn=regret_fn if service is not None else None)
+
+
+#: the mode name of the exact full-turn regret (one number per network)
+EXACT_MODE = "full_turn_exact"
+
+
+def _add_mode(out: dict, name: str, per_game: np.ndarray) -> None:
+    """Add a graded loss to an evaluation's payload as a mode: its per-game values (float64
+    (games,), points or the loss's own unit) and ``eval.NAME.regret_mean`` with its Student-t
+    95% interval over the games (a zero-width one for a single number)."""
+    from yamblab.oracle.grading import mean_ci
+
+    m, lo, hi = mean_ci(per_game)
+    out["modes"][name] = {"per_game_regret": per_game, "loss": name}
+    out["metrics"].update({f"eval.{name}.regret_mean": m, f"eval.{name}.regret_ci_low": lo,
+                           f"eval.{name}.regret_ci_high": hi})
 
 
 def eval_payload(report, version: int, seconds: float) -> dict:

@@ -463,6 +463,9 @@ def sweep(
                                                "(http://HOST:5000); default sqlite:///mlflow.db here."),
     storage: Optional[str] = typer.Option(None, help="Optuna storage: a journal file path (one driver), or "
                                           "postgresql://USER:PASS@HOST:5432/DB (several sweeps at once)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a key of the sweep spec, e.g. --set "
+                                   "name=ablation-b --set seeds=[4,5,6,7] --set branch_from.seed=1 "
+                                   "(repeatable; a new name makes a new study)."),
 ):
     """Run (or resume) an ablation grid or tuning study; print each arm's regret and verdict.
 
@@ -478,13 +481,36 @@ def sweep(
     from yamblab.platform.config import load_sweep
     from yamblab.platform.sweep import Sweep
 
-    sp, base = load_sweep(spec, storage)
+    import time
+
+    t0 = time.perf_counter()
+    sp, base = load_sweep(spec, storage, _parse_sets(set_) if set_ else None)
     sw = Sweep(sp, base, tracking_uri=tracking_uri, ray_address=address)
     rows = sw.run()
-    typer.echo(f"\nsweep {sp.name}: oracle regret per game on the same evaluation dice (seed "
-               f"{base.runtime.eval_seed}; the games per mode are under the table), lower is better\n")
+    if sp.branch_from is not None:
+        typer.echo(f"\nsweep {sp.name}: every trial branched from one trained base at iteration "
+                   f"{sw.base_iteration} and trained {base.runtime.iterations} more iterations; each arm's "
+                   f"loss per game in the mode it is judged on (modes explained under the table), lower is better\n")
+    else:
+        typer.echo(f"\nsweep {sp.name}: oracle regret per game on the same evaluation dice (seed "
+                   f"{base.runtime.eval_seed}; the games per mode are under the table), lower is better\n")
     typer.echo(sw.table_text if rows else "no finished trials")
-    typer.echo(f"\nopen the MLflow UI on these runs:  {sw.tracker.ui_command()}")
+    typer.echo(f"\nwall time {time.perf_counter() - t0:.0f} s on {_machine_speed()}")
+    typer.echo(f"open the MLflow UI on these runs:  {sw.tracker.ui_command()}")
+
+
+def _machine_speed() -> str:
+    """The machine in a few words with its speed: the exact oracle's build on one thread (the
+    official rules' table; benchmarks/oracle_build.py), a yardstick for comparing wall times."""
+    import time
+
+    from yamblab.games.yahtzee.rules import OFFICIAL
+    from yamblab.oracle import _kernels
+    from yamblab.platform.runtime import machine_description
+
+    t0 = time.perf_counter()
+    _kernels.solve(OFFICIAL.joker_code, OFFICIAL.upper_bonus, OFFICIAL.yahtzee_bonus, 1)
+    return f"{machine_description()}; the oracle table builds in {time.perf_counter() - t0:.2f} s on one thread"
 
 
 def _yamb_api():

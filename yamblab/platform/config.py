@@ -38,6 +38,20 @@ EVAL_SEED = 20_261_130
 
 _Cpus = Annotated[float, Field(gt=0.0, le=256)]
 
+#: The per-game losses of the solver-graded decision set (``runtime.solver_eval``) that a sweep
+#: can judge an arm on, each summed over a game's positions of the set (lower is better):
+#: the policy head's exact expected regret (points), its argmax's regret (points), the decisions
+#: where its argmax is not an optimal action, its cross-entropy against the optimal actions
+#: (nats), and the value head's mean squared error (points²) against the oracle's values.
+SOLVER_MODES = ("policy_regret", "argmax_regret", "disagreements", "cross_entropy", "value_sq_error")
+#: The exact regret of full-turn search on the boundary head (Yahtzee): the backward pass with
+#: the network's choices, one number per network with no dice noise at all.
+EXACT_MODE = "full_turn_exact"
+#: What an arm can be judged on: a decision mode's played games, a solver-graded loss, or the
+#: exact full-turn regret.
+JudgeMode = Literal["none", "one_step", "full_turn", "policy_regret", "argmax_regret", "disagreements",
+                    "cross_entropy", "value_sq_error", "full_turn_exact"]
+
 
 class RuntimeConfig(BaseModel):
     """How a run is executed on the Ray cluster.
@@ -84,6 +98,17 @@ class RuntimeConfig(BaseModel):
             ``yamblab grade --checkpoint``), so that a mode too costly to grade during the run
             (one-step search on a CPU) can be graded afterwards at the same iterations
             (``benchmarks/mode_curve.py``). Off by default (a few MB each).
+        solver_eval: also grade the policy and value heads at every evaluation on the fixed
+            decision set of the game (:mod:`yamblab.oracle.decision_set`: the positions the
+            oracle's own play visits on ``solver_games`` games, each with the oracle's exact value
+            of every legal action): no games are played, so the figures carry no dice noise.
+            Logged as ``eval.solver.KIND.*`` (first_keep, second_keep, box, all: expected and
+            argmax regret, agreement with the oracle's best action, cross-entropy against it,
+            the value head's RMSE and bias) and, per game of the set, as the modes
+            :data:`SOLVER_MODES` a sweep can judge an arm on. Yahtzee and single Yamb columns
+            only (a full Yamb card has no oracle).
+        solver_games: games of oracle play the decision set is drawn from (600 give about
+            22,000 Yahtzee positions).
         time_budget_minutes: stop after the iteration that crosses this wall time.
         run_dir: folder for checkpoints and run state.
     """
@@ -107,6 +132,8 @@ class RuntimeConfig(BaseModel):
     eval_depth: Literal["search", "none", "one_step", "full_turn"] = "search"
     eval_modes: dict[Literal["none", "one_step", "full_turn"], Annotated[int, Field(ge=1, le=10_000_000)]] = {}
     snapshots: bool = False
+    solver_eval: bool = False
+    solver_games: int = Field(600, ge=1, le=1_000_000)
     time_budget_minutes: float | None = Field(None, gt=0.0)
     run_dir: str = "runs"
 
@@ -386,6 +413,50 @@ class ParamRange(BaseModel):
         return [("low", self.low), ("high", self.high), ("a value inside the range", inside)]
 
 
+class BranchSpec(BaseModel):
+    """Where a branched sweep's trials start: one trained base that every arm and seed continues.
+
+    Give exactly one of:
+
+    * ``iterations``: train the baseline arm's config (the sweep's ``overrides``, the baseline
+      arm's, then this block's ``overrides``) for this many iterations, once;
+    * ``minutes``: the same, for this many minutes of wall time;
+    * ``checkpoint``: an existing run's ``checkpoint.pt`` of the same game and network.
+
+    A trained base is cached by the digest of its config under ``RUN_DIR/bases/`` and reused by
+    every sweep (and every rerun) with the same base; it is logged as its own MLflow run. Each
+    trial then starts from the base's weights, EMA network, optimiser state and replay buffer,
+    with its arm's switches and its own training seed (self-play dice, replay sampling), for
+    the sweep's ``runtime.iterations`` more iterations.
+
+    Attributes:
+        iterations, minutes, checkpoint: the base, as above.
+        seed: the base run's training seed (``train.seed``).
+        cpus: the CPUs the base run may use (default: the sweep's, ``parallel × trial_cpus``).
+        overrides: dotted-key overrides of the base run only (e.g. its actors' CPUs).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    iterations: int | None = Field(None, ge=1, le=1_000_000)
+    minutes: float | None = Field(None, gt=0.0, le=100_000.0)
+    checkpoint: str | None = None
+    seed: int = Field(0, ge=0, lt=2**63)
+    cpus: float | None = Field(None, gt=0.0, le=4096)
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> "BranchSpec":
+        given = [k for k in ("iterations", "minutes", "checkpoint") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("branch_from needs exactly one of iterations, minutes or checkpoint"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        if self.checkpoint is not None and self.overrides:
+            raise ValueError("branch_from.overrides configure a base the sweep trains; a checkpoint is "
+                             "already trained")
+        return self
+
+
 class SweepConfig(BaseModel):
     """An ablation grid or a tuning study.
 
@@ -404,13 +475,18 @@ class SweepConfig(BaseModel):
         storage: Optuna storage: a journal file path (default ``.yamblab/sweeps/NAME.journal``)
             or a database URL (``postgresql://…``).
         tracking_uri, experiment: MLflow store and experiment.
-        judge: grid only: the decision mode each named arm is judged on (``none``: the policy
-            head alone, ``one_step``, ``full_turn``), e.g. ``{no-kl-targets: none}``, so a
-            training idea is compared with the baseline where it acts; an arm not named is
-            judged on its main mode (``runtime.eval_depth``). A mode other than the main one
-            must be graded at every evaluation (``runtime.eval_modes`` in the base config or
-            ``overrides``); the baseline is compared on every mode its arms are judged on.
-            Checked against the trials' configs by :meth:`judge_modes`.
+        judge: grid only: what each named arm is judged on, e.g. ``{no-kl-targets:
+            policy_regret}``, so a training idea is compared with the baseline where it acts: a
+            decision mode's played games (``none``: the policy head alone, ``one_step``,
+            ``full_turn``), a solver-graded loss of :data:`SOLVER_MODES` (needs
+            ``runtime.solver_eval``), or :data:`EXACT_MODE` (Yahtzee's exact full-turn regret).
+            An arm not named is judged on its main mode (``runtime.eval_depth``). A played mode
+            other than the main one must be graded at every evaluation (``runtime.eval_modes``);
+            the baseline is compared on everything its arms are judged on. Checked against the
+            trials' configs by :meth:`judge_modes`.
+        branch_from: grid only: start every trial from one trained base (:class:`BranchSpec`)
+            instead of from scratch; ``runtime.iterations`` then counts the iterations after
+            the branch point.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -432,12 +508,15 @@ class SweepConfig(BaseModel):
     storage: str | None = None
     tracking_uri: str | None = None
     experiment: str = "yamblab"
-    judge: dict[str, Literal["none", "one_step", "full_turn"]] = Field(default_factory=dict)
+    judge: dict[str, JudgeMode] = Field(default_factory=dict)
+    branch_from: BranchSpec | None = None
 
     @model_validator(mode="after")
     def _check(self) -> "SweepConfig":
         if self.judge and self.kind != "grid":
             raise ValueError("judge: a tpe sweep has no arms to judge (judge is for a grid sweep's arms)")
+        if self.branch_from is not None and self.kind != "grid":
+            raise ValueError("branch_from: a tpe sweep's trials start from scratch (branch_from is for a grid)")
         if self.kind == "grid":
             if not self.arms and not self.factors:
                 raise ValueError("a grid sweep needs `arms` or `factors`")
@@ -500,7 +579,8 @@ class SweepConfig(BaseModel):
                 for a, ov in arms.items()}
 
         def graded(cfg: RunConfig) -> list[str]:
-            return [cfg.eval_depth, *(m for m in cfg.runtime.eval_modes if m != cfg.eval_depth)]
+            return [cfg.eval_depth, *(m for m in cfg.runtime.eval_modes if m != cfg.eval_depth),
+                    *solver_graded(cfg)]
 
         out = {}
         for arm, cfg in cfgs.items():
@@ -513,9 +593,8 @@ class SweepConfig(BaseModel):
                     raise ConfigError(
                         f"sweep {self.name}: {where}: arm {arm!r} is judged on mode {mode!r}, which "
                         f"{whose} do not grade (main mode runtime.eval_depth: {have[0]!r}; "
-                        f"runtime.eval_modes: {', '.join(have[1:]) or 'none'}); add "
-                        f"runtime.eval_modes.{mode}: GAMES to `overrides`, or judge the arm on one of "
-                        f"{', '.join(repr(h) for h in have)}")
+                        f"also graded: {', '.join(have[1:]) or 'nothing'}); {_how_to_grade(mode)}, "
+                        f"or judge the arm on one of {', '.join(repr(h) for h in have)}")
             out[arm] = mode
         return out
 
@@ -527,14 +606,48 @@ class SweepConfig(BaseModel):
         return f"journal:{path}"
 
 
-def load_sweep(path: str | Path, storage: str | None = None) -> tuple[SweepConfig, RunConfig]:
+def solver_graded(cfg: RunConfig) -> list[str]:
+    """The solver-graded losses and exact figures a run's evaluations give beside its played
+    modes: :data:`SOLVER_MODES` with ``runtime.solver_eval`` on a game with an exact oracle
+    (Yahtzee, a single Yamb column), and :data:`EXACT_MODE` for full-turn search on Yahtzee's
+    boundary head."""
+    out: list[str] = []
+    has_oracle = cfg.game == "yahtzee" or cfg.game_obj.oracle_column is not None
+    if cfg.runtime.solver_eval and has_oracle:
+        out += list(SOLVER_MODES)
+    if cfg.game == "yahtzee" and cfg.eval_depth == "full_turn" and cfg.model.boundary_head:
+        out.append(EXACT_MODE)
+    return out
+
+
+def _how_to_grade(mode: str) -> str:
+    if mode in SOLVER_MODES:
+        return ("set runtime.solver_eval: true in `overrides` (Yahtzee or a single Yamb column: a full "
+                "Yamb card has no exact oracle)")
+    if mode == EXACT_MODE:
+        return ("the exact full-turn regret needs Yahtzee, runtime.eval_depth full_turn (or search.depth "
+                "full_turn) and model.boundary_head: true")
+    return f"add runtime.eval_modes.{mode}: GAMES to `overrides`"
+
+
+def load_sweep(path: str | Path, storage: str | None = None,
+               overrides: dict | None = None) -> tuple[SweepConfig, RunConfig]:
     """Read a sweep spec and its base run config, and check every trial's config up front.
+
+    Args:
+        path: the spec (YAML).
+        storage: the Optuna storage, instead of the spec's.
+        overrides: dotted-key overrides of the spec itself (``{"seeds": [4, 5, 6, 7],
+            "branch_from.seed": 1, "name": "ablation-small-b"}``: the command line's ``--set``).
 
     Raises:
         ConfigError: a bad key anywhere, naming the file (and the arm) where it is.
     """
     path = Path(path)
-    spec = validate(SweepConfig, read_yaml(path), str(path))
+    data = read_yaml(path)
+    if overrides:
+        data = deep_update(data, overrides)
+    spec = validate(SweepConfig, data, f"{path} (with --set)" if overrides else str(path))
     if storage:
         spec = spec.model_copy(update={"storage": storage})
     base_path = Path(spec.base)

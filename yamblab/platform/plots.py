@@ -125,7 +125,18 @@ def regret_breakdown(by_decision: dict[str, float], by_box: dict[str, float]):
 
 
 #: what each decision mode means, for titles
-MODE_WORDS = {"none": "the policy head alone", "one_step": "one-step search", "full_turn": "full-turn search"}
+MODE_WORDS = {"none": "the policy head alone", "one_step": "one-step search", "full_turn": "full-turn search",
+              "policy_regret": "the policy head's exact expected regret on the decision set",
+              "argmax_regret": "the policy head's argmax regret on the decision set",
+              "disagreements": "decisions off the oracle's best on the decision set",
+              "cross_entropy": "cross-entropy against the oracle's best actions (nats)",
+              "value_sq_error": "the value head's squared error against the oracle (points²)",
+              "full_turn_exact": "full-turn search's exact regret (backward pass, no dice)"}
+
+#: The unit of each solver-graded loss and exact figure, per game (the played modes: points).
+MODE_UNITS = {"policy_regret": "points", "argmax_regret": "points", "disagreements": "decisions",
+              "cross_entropy": "nats", "value_sq_error": "points², mean over the game's positions",
+              "full_turn_exact": "points"}
 
 
 def _align(seeds: list[dict], name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -146,8 +157,8 @@ def arm_curves(curves: dict[str, list[dict]], mode: str, loss: str = "regret", b
     training seeds of each evaluation's loss per game, against training iterations and (where
     every seed logged them) against the self-play positions behind the evaluation.
 
-    The band around each arm's curve is the min–max over its training seeds when it has
-    several, else the evaluation's 95% CI over its games (the legend says which).
+    The band around each arm's curve is the 95% Student-t interval of its mean over the training
+    seeds when it has several, else the evaluation's 95% CI over its games (the legend says which).
 
     Args:
         curves: arm -> one dict per training seed, each with ``step`` (iterations, ints),
@@ -171,8 +182,12 @@ def arm_curves(curves: dict[str, list[dict]], mode: str, loss: str = "regret", b
         with np.errstate(all="ignore"):
             m = np.nanmean(vals, axis=0)
             if len(seeds) > 1:
-                lo, hi = np.nanmin(vals, axis=0), np.nanmax(vals, axis=0)
-                band = f"min–max over {len(seeds)} seeds"
+                from scipy import stats
+
+                n = np.sum(np.isfinite(vals), axis=0)
+                half = stats.t.ppf(0.975, np.maximum(n - 1, 1)) * np.nanstd(vals, axis=0, ddof=1) / np.sqrt(n)
+                lo, hi = m - half, m + half
+                band = f"95% CI over {len(seeds)} seeds"
             else:
                 lo, hi = _align(seeds, "ci_low")[1][0], _align(seeds, "ci_high")[1][0]
                 band = "evaluation's 95% CI"
@@ -190,6 +205,8 @@ def arm_curves(curves: dict[str, list[dict]], mode: str, loss: str = "regret", b
     for ax, label in zip(axes, labels):
         ax.set_xlabel(label)
         _loss_axis(ax, loss)
+        if mode in MODE_UNITS:
+            ax.set_ylabel(f"{mode} per game ({MODE_UNITS[mode]})")
     axes[-1].legend(loc="best", fontsize=7)
     tail = "" if judged is None else "; solid: arms judged on this mode, dashed: judged on another"
     fig.suptitle(f"Learning curves, {MODE_WORDS.get(mode, mode)} ({mode}): mean over training seeds, "

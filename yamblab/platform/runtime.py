@@ -248,10 +248,17 @@ class TrainingRun:
         progress: show a progress bar (a time-budgeted run shows its budget in minutes).
         cpus: the CPUs the run's actors may declare in all (a sweep trial's); default: the
             cluster's.
+        parent_run_id, tags: the MLflow run this run's own is a child of (a branched sweep's
+            base), and further tags of its run.
+
+    A checkpoint written by :func:`~yamblab.platform.branch.branch_checkpoint` (a branched
+    sweep's trial) carries on from its base's state; the run first evaluates its network at
+    the branch point, so its curve starts where the base ended.
     """
 
     def __init__(self, cfg: RunConfig, run_dir: str | Path, resume: bool = False,
-                 tracker=None, progress: bool = True, cpus: float | None = None):
+                 tracker=None, progress: bool = True, cpus: float | None = None,
+                 parent_run_id: str | None = None, tags: dict | None = None):
         from yamblab.model.checkpoint import load_checkpoint
 
         self.cfg = cfg
@@ -274,6 +281,9 @@ class TrainingRun:
         self._steps_total = 0
         self._samples_total = 0
         self._last_checkpoint = time.time()
+        self._parent_run_id, self._tags = parent_run_id, dict(tags or {})
+        self.branch_iteration: int | None = None
+        self._branch_eval_due = False
         learner_state = buffer_state = None
         if resume:
             path = self.run_dir / CHECKPOINT
@@ -295,6 +305,9 @@ class TrainingRun:
             buffer_state = _torch_to_np(state["buffer"])
             if buffer_state.get("data") == {}:
                 buffer_state = None
+            if "branch_iteration" in state:
+                self.branch_iteration = int(state["branch_iteration"])
+                self._branch_eval_due = bool(state.get("branch_eval_due")) and not self.evals
         (self.run_dir / "config.yaml").write_text(cfg.to_yaml())
         self.backend = RayBackend(cfg, learner_state, buffer_state, cpus=cpus)
         if tracker is not None:
@@ -315,7 +328,8 @@ class TrainingRun:
             tags={"yamblab.kind": "train", "yamblab.code_version": code_version(),
                   "yamblab.resources": self.backend.resources.describe(), "yamblab.machine": machine_description(),
                   "yamblab.rules_hash": self.cfg.rules_obj.digest, "yamblab.preset": self.cfg.preset,
-                  "yamblab.run_dir": str(self.run_dir)})
+                  "yamblab.run_dir": str(self.run_dir), **self._tags},
+            parent_run_id=self._parent_run_id)
         self.tracker.log_text(self.run_id, self.cfg.to_yaml(), "config.yaml")
 
     @property
@@ -359,6 +373,8 @@ class TrainingRun:
         """
         import ray
 
+        if self._branch_eval_due:
+            self.evaluate_branch_point()
         cfg, rt = self.cfg, self.cfg.runtime
         t0 = time.perf_counter()
         k = self.iteration
@@ -419,6 +435,25 @@ class TrainingRun:
         if self._checkpoint_due():
             self.checkpoint()
         return metrics
+
+    def evaluate_branch_point(self) -> dict:
+        """Evaluate the network a branched run starts from, at the branch's iteration (before
+        any training of its own), and record it as the first entry of its history.
+
+        Returns:
+            the evaluation's metrics.
+        """
+        self._branch_eval_due = False
+        record = {"iteration": self.iteration, "games_played": self.games_played,
+                  "selfplay.positions_total": self._positions_total, "branch_point": 1.0,
+                  "seconds": 0.0, "minutes": self.elapsed / 60.0}
+        self.history.append(record)
+        self._start_evaluation()
+        self._poll_evaluations(block=True)
+        if self.tracker is not None:
+            self.tracker.log_metrics(self.run_id, {k: v for k, v in record.items()
+                                                   if isinstance(v, (int, float))}, step=self.iteration)
+        return record
 
     # -- evaluations run beside the loop
     def _start_evaluation(self) -> None:
@@ -503,6 +538,8 @@ class TrainingRun:
             "model_config": learner_state["model_config"], "ema": learner_state["ema"],
             "model": learner_state["model"],
         }
+        if self.branch_iteration is not None:
+            payload["branch_iteration"] = self.branch_iteration
         self._last_checkpoint = time.time()
         return save_checkpoint(self.run_dir / CHECKPOINT, payload)
 
@@ -596,7 +633,8 @@ class TrainingRun:
         files.append(str(out_dir / "summary.json"))
         if self.tracker is not None:
             for f in files:
-                self.tracker.log_artifact(self.run_id, f)
+                if Path(f).name != CHECKPOINT:     # the resumable checkpoint stays in the run folder
+                    self.tracker.log_artifact(self.run_id, f)
             self.tracker.log_torch_model(self.run_id, self.backend.network())
             self.tracker.end_run(self.run_id)
         return {"per_game_regret": last["per_game_regret"], "loss": last.get("loss", "regret"),

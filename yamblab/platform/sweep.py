@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from yamblab.platform.branch import config_digest
 from yamblab.platform.config import RunConfig, SweepConfig, apply_overrides
 from yamblab.platform.tracking import Tracker, code_version
 
@@ -486,6 +487,14 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
     else:
         lines.append("95% intervals over the evaluation games (one training seed per arm: seed-to-seed "
                      "spread is not included).")
+    from yamblab.platform.plots import MODE_UNITS, MODE_WORDS
+
+    for mode in dict.fromkeys(r.get("mode") for r in rows):
+        if mode in MODE_UNITS:
+            lines.append(f"mode {mode}: {MODE_WORDS[mode]}, {MODE_UNITS[mode]} per game"
+                         + (" (one number per network: its interval is over the training seeds alone)"
+                            if mode == "full_turn_exact" else " (summed over each game's positions of the set; "
+                            "the games column counts the set's games)"))
     compared = [r for r in rows if "diff" in r]
     if compared:
         z = minimum_detectable_effect(1.0)
@@ -579,21 +588,6 @@ def plot_table(rows: list[dict], baseline: str):
 MAX_ATTEMPTS = 3
 
 
-def config_digest(cfg: RunConfig) -> str:
-    """A short hash of everything in a trial's config that can change its result.
-
-    The run folder and the run's name are left out, so the same arm run from another folder
-    keeps its digest; any other change (the arm's overrides, the sweep's ``overrides``, the
-    base config) gives a new digest, and a resumed sweep runs that arm again.
-    """
-    import hashlib
-
-    d = cfg.model_dump(mode="json")
-    d.pop("name", None)
-    d.get("runtime", {}).pop("run_dir", None)
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
 def _safe(name: str) -> str:
     """A file- and metric-safe form of an arm name (factor arms contain ``=`` and ``,``)."""
     import re
@@ -649,6 +643,8 @@ class Slot:
     last: dict = field(default_factory=dict)
     done: bool = False
     minutes: float = 0.0
+    offset: int = 0
+    counted: int = 0
 
     def budget(self) -> float | None:
         """The trial's time budget in minutes (``runtime.time_budget_minutes``), or None."""
@@ -715,6 +711,24 @@ class Sweep:
         self.judge = spec.judge_modes(base)
         self.spec = spec
         self.base = base
+        #: a branched sweep's base: its run config (None for a checkpoint), its identity (a
+        #: digest every trial's digest includes), and once trained its checkpoint and iteration
+        self.base_cfg: RunConfig | None = None
+        self.branch_id: str | None = None
+        self.base_checkpoint: Path | None = None
+        self.base_iteration = 0
+        if spec.branch_from is not None:
+            from yamblab.platform import branch
+
+            b = spec.branch_from
+            if b.checkpoint is not None:
+                stored = branch.checkpoint_config(b.checkpoint)
+                branch.check_branchable(spec, base, stored)
+                self.branch_id = branch.file_digest(b.checkpoint)
+            else:
+                self.base_cfg = branch.base_config(spec, base)
+                branch.check_branchable(spec, base, self.base_cfg)
+                self.branch_id = config_digest(self.base_cfg)
         self.tracker = Tracker(tracking_uri or spec.tracking_uri, spec.experiment)
         self.ray_address = ray_address
         self.progress = progress
@@ -782,6 +796,15 @@ class Sweep:
         study.set_user_attr("mlflow_parent_run_id", rid)
         return rid
 
+    def _digest(self, cfg: RunConfig) -> str:
+        """A trial's identity: its config's digest, and in a branched sweep its base's too."""
+        d = config_digest(cfg)
+        if self.branch_id is None:
+            return d
+        import hashlib
+
+        return hashlib.sha256(f"{d}:{self.branch_id}".encode()).hexdigest()[:12]
+
     def _want(self) -> dict[tuple[str, int], tuple[RunConfig, str]]:
         """(arm, seed) -> (its config, its digest), for every trial of a grid spec."""
         out = {}
@@ -789,7 +812,7 @@ class Sweep:
             for seed in self.spec.seeds:
                 cfg = apply_overrides(self.base, {**self.spec.overrides, **ov, "train.seed": seed},
                                       source=f"sweep {self.spec.name}")
-                out[(arm, seed)] = (cfg, config_digest(cfg))
+                out[(arm, seed)] = (cfg, self._digest(cfg))
         return out
 
     def plan(self, study) -> Plan:
@@ -895,12 +918,65 @@ class Sweep:
                 init_ray(self.ray_address)
                 started_ray = True
         try:
+            if plan.slots and self.spec.branch_from is not None:
+                self._ensure_base(parent)
             self._run_trials(study, parent, plan.slots)
         finally:
             if started_ray:
                 ray.shutdown()
         rows = self._results(study, parent)
         return rows
+
+    # -- a branched sweep's base
+    def base_run_dir(self) -> Path | None:
+        """The folder of the base this sweep trains (None for a checkpoint base, or no branch):
+        ``RUN_DIR/bases/NAME-DIGEST``, shared by every sweep with the same base config."""
+        if self.base_cfg is None:
+            return None
+        root = Path(self.base_cfg.runtime.run_dir).expanduser().absolute() / "bases"
+        return root / f"{_safe(self.base_cfg.game)}-{self.branch_id}"
+
+    def _ensure_base(self, parent: str) -> Path:
+        """Train the base once (or carry on a base a killed driver left half trained), or reuse
+        a finished one; sets :attr:`base_checkpoint` and :attr:`base_iteration`."""
+        from yamblab.platform.branch import checkpoint_iteration
+        from yamblab.platform.runtime import CHECKPOINT, TrainingRun
+
+        b = self.spec.branch_from
+        if b.checkpoint is not None:
+            self.base_checkpoint = Path(b.checkpoint).expanduser().absolute()
+            self.base_iteration = checkpoint_iteration(self.base_checkpoint)
+            self._say(f"sweep {self.spec.name}: every trial branches from {self.base_checkpoint} "
+                      f"(iteration {self.base_iteration})")
+            return self.base_checkpoint
+        run_dir = self.base_run_dir()
+        ckpt, done = run_dir / CHECKPOINT, run_dir / "base-done.json"
+        if done.exists() and ckpt.exists():
+            self.base_checkpoint = ckpt
+            self.base_iteration = int(json.loads(done.read_text())["iteration"])
+            self._say(f"sweep {self.spec.name}: base {run_dir.name} already trained ({self.base_iteration} "
+                      f"iterations): reused")
+            return ckpt
+        cpus = b.cpus or self.spec.parallel * self.spec.trial_cpus
+        length = f"{b.iterations} iterations" if b.iterations else f"{b.minutes:g} minutes"
+        self._say(f"sweep {self.spec.name}: training the base once ({length} of the {self.spec.baseline_arm or 'baseline'} "
+                  f"arm's config, seed {b.seed}, {cpus:g} CPUs) in {run_dir}"
+                  + (" (carrying on its checkpoint)" if ckpt.exists() else ""))
+        run = TrainingRun(self.base_cfg, run_dir, resume=ckpt.exists(), tracker=self.tracker,
+                          progress=self.progress, cpus=cpus, parent_run_id=parent,
+                          tags={"yamblab.kind": "base", "yamblab.sweep": self.spec.name,
+                                "yamblab.config_digest": self.branch_id})
+        try:
+            run.run()
+            run.finish()
+        finally:
+            run.shutdown()
+        from yamblab.atomic import atomic_write
+
+        atomic_write(done, [json.dumps({"iteration": run.iteration, "mlflow_run_id": run.run_id}).encode()])
+        self.tracker.set_tags(parent, {"yamblab.base_run_dir": str(run_dir), "yamblab.base_run_id": run.run_id or ""})
+        self.base_checkpoint, self.base_iteration = ckpt, run.iteration
+        return ckpt
 
     # -- running trials
     def _open_trial(self, study, parent: str, slot: Slot) -> None:
@@ -909,7 +985,7 @@ class Sweep:
             study.enqueue_trial(slot.params)
         trial = study.ask()
         cfg, name = self._trial_config(trial, slot.params)
-        digest = config_digest(cfg)
+        digest = self._digest(cfg)
         # relative to the driver's working directory (on a cluster: a shared mount, see infra/README.md)
         root = Path(cfg.runtime.run_dir).expanduser().absolute() / "sweeps" / _safe(self.spec.name)
         if self.spec.kind == "grid":
@@ -940,6 +1016,20 @@ class Sweep:
         trial.set_user_attr("mlflow_run_id", run_id)
         trial.set_user_attr("config_digest", digest)
         trial.set_user_attr("run_dir", str(run_dir))
+        if self.base_checkpoint is not None:
+            # a branched trial runs runtime.iterations more iterations after the base's, from a
+            # first checkpoint written from the base's (once: a carried-on trial has its own)
+            from yamblab.platform.branch import branch_checkpoint
+            from yamblab.platform.runtime import CHECKPOINT
+
+            cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
+                "iterations": self.base_iteration + cfg.runtime.iterations, "time_budget_minutes": None})})
+            if not (run_dir / CHECKPOINT).exists():
+                branch_checkpoint(self.base_checkpoint, cfg, run_dir)
+            slot.offset = self.base_iteration
+            trial.set_user_attr("branch_iteration", self.base_iteration)
+            self.tracker.set_tags(run_id, {"yamblab.branched_from": str(self.base_checkpoint),
+                                           "yamblab.branch_iteration": self.base_iteration})
         slot.trial, slot.cfg, slot.name, slot.run_id, slot.run_dir = trial, cfg, name, run_id, str(run_dir)
 
     def _start_actor(self, slot: Slot):
@@ -980,11 +1070,15 @@ class Sweep:
                 bar = tqdm(total=len(queue) * iters, desc=f"sweep {self.spec.name}", unit="iterations")
 
         def advance(slot: Slot, metrics: dict | None = None, to_end: bool = False) -> None:
-            """Move the bar: one iteration, or the trial's minutes since its last update."""
+            """Move the bar: the trial's iterations (a branched trial's since its branch point),
+            or its minutes since its last update."""
             if bar is None:
                 return
             if not timed:
-                bar.update(max(0, iters - slot.it) if to_end else 1)
+                now = iters if to_end else min(iters, max(0, slot.it - slot.offset))
+                if now > slot.counted:
+                    bar.update(now - slot.counted)
+                    slot.counted = now
                 return
             budget = slot.budget() or base_budget
             now = budget if to_end else min(budget, float((metrics or {}).get("minutes", slot.minutes)))
@@ -1008,6 +1102,7 @@ class Sweep:
                 self.tracker.log_metrics(slot.run_id, metrics, step=step)
                 slot.logged = step
                 slot.last = dict(metrics)
+                slot.it = max(slot.it, step)
                 advance(slot, metrics)
 
         def late(slot: Slot, out: dict) -> None:
@@ -1058,8 +1153,8 @@ class Sweep:
                     if slot.attempts > 1 or slot.why != "new":
                         self._say(f"trial {slot.name}: resumed from its checkpoint at iteration {out['resumed_from']}")
                 self.tracker.set_tags(run_id, tags)
-                if bar is not None and slot.attempts == 1 and not timed:
-                    bar.update(min(slot.logged, slot.it))
+                if slot.attempts == 1 and not timed:
+                    advance(slot)
                 if out["history"] and not slot.last:
                     slot.last = dict(out["history"][-1])      # logged by an earlier attempt or driver
                 for m in out["history"]:      # iterations the checkpoint has and MLflow lacks
@@ -1081,7 +1176,8 @@ class Sweep:
                 with tempfile.TemporaryDirectory(prefix="yamblab-trial-") as tmp:
                     for name, data in out.get("files", {}).items():
                         (Path(tmp) / name).write_bytes(data)
-                        self.tracker.log_artifact(run_id, Path(tmp) / name)
+                        if name != "checkpoint.pt":     # the resumable checkpoint stays in runs/
+                            self.tracker.log_artifact(run_id, Path(tmp) / name)
                     ckpt = Path(tmp) / "checkpoint.pt"
                     if ckpt.exists():
                         from yamblab.model.checkpoint import load_network

@@ -1,0 +1,205 @@
+"""Branched sweeps: one trained base run that every arm and training seed of a sweep continues.
+
+An ablation whose arms each train from scratch for a few minutes judges a policy that has not
+learned yet. A branched sweep (``branch_from`` in the spec, :class:`~yamblab.platform.config.BranchSpec`)
+trains the baseline once (or takes a checkpoint), then starts every trial from the base's
+weights, EMA network, optimiser state and replay buffer, with its arm's idea switched on or off
+and its own training seed, so it measures an idea's effect on an agent that has already
+learned. The base is cached by the digest of its config under ``RUN_DIR/bases/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from yamblab.errors import ConfigError
+from yamblab.platform.config import RunConfig, SweepConfig, apply_overrides
+
+#: Network switches a branch may turn on or off on a trained base: the hold-correction head
+#: (a branch that turns it off drops its weights and their optimiser state; one that turns it
+#: on starts it at zero, so the policy is unchanged at the branch point).
+SWITCHABLE_MODEL_FIELDS = ("hold_correction",)
+#: Salt of a branch's replay-sampling generator (seeded by the trial's training seed).
+BRANCH_SALT = 0xB4A9C4
+
+
+def base_config(spec: SweepConfig, base: RunConfig) -> RunConfig:
+    """The run config of a branched sweep's base: the baseline arm's config with the
+    ``branch_from`` overrides, its seed and its length (iterations or minutes).
+
+    Raises:
+        ConfigError: a bad key in ``branch_from.overrides`` (named), or no ``branch_from``.
+    """
+    b = spec.branch_from
+    if b is None:
+        raise ConfigError(f"sweep {spec.name} has no branch_from")
+    arms = spec.arm_overrides()
+    baseline = spec.baseline_arm or next(iter(arms))
+    ov = {**spec.overrides, **arms[baseline], **b.overrides, "train.seed": b.seed,
+          "runtime.iterations": b.iterations or 1_000_000, "runtime.time_budget_minutes": b.minutes,
+          "name": f"{spec.name}-base"}
+    return apply_overrides(base, ov, source=f"sweep {spec.name}: branch_from")
+
+
+def config_digest(cfg: RunConfig) -> str:
+    """A short hash of everything in a run config that can change its result (the run folder
+    and the run's name left out)."""
+    d = cfg.model_dump(mode="json")
+    d.pop("name", None)
+    d.get("runtime", {}).pop("run_dir", None)
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def file_digest(path: str | Path) -> str:
+    """A short SHA-256 of a file's bytes (a checkpoint base's identity)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:12]
+
+
+def checkpoint_config(path: str | Path) -> RunConfig:
+    """The run config stored in a training run's checkpoint.
+
+    Raises:
+        ConfigError: the file does not exist or holds no run config.
+        DamagedFileError: a damaged checkpoint.
+    """
+    import yaml
+
+    from yamblab.model.checkpoint import load_checkpoint
+    from yamblab.platform.configio import validate
+
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"branch_from.checkpoint: no such file {path}")
+    state = load_checkpoint(path)
+    if "config" not in state or "learner" not in state:
+        raise ConfigError(f"branch_from.checkpoint: {path} is not a training run's checkpoint (no run "
+                          "config or learner state in it; a snapshot cannot be branched from)")
+    return validate(RunConfig, yaml.safe_load(state["config"]), str(path))
+
+
+def check_branchable(spec: SweepConfig, base: RunConfig, base_cfg: RunConfig) -> None:
+    """Refuse, before any work starts, an arm whose config cannot continue the base's run.
+
+    A branch continues the base's network on the base's game: every arm must keep the game,
+    its rules (preset, columns) and every network field except :data:`SWITCHABLE_MODEL_FIELDS`.
+
+    Raises:
+        ConfigError: naming the arm and each field it changes, with both values.
+    """
+    for arm, ov in spec.arm_overrides().items():
+        cfg = apply_overrides(base, {**spec.overrides, **ov}, source=f"sweep {spec.name}: arms.{arm}")
+        bad = [f"{k}: {getattr(base_cfg, k)!r} in the base, {getattr(cfg, k)!r} here"
+               for k in ("game", "rules", "preset", "columns") if getattr(cfg, k) != getattr(base_cfg, k)]
+        mine, theirs = cfg.model.model_dump(), base_cfg.model.model_dump()
+        bad += [f"model.{k}: {theirs[k]!r} in the base, {mine[k]!r} here" for k in mine
+                if k not in SWITCHABLE_MODEL_FIELDS and mine[k] != theirs[k]]
+        if bad:
+            raise ConfigError(
+                f"sweep {spec.name}: arms.{arm} cannot branch from the base: {'; '.join(bad)}. A branched "
+                f"arm continues the base's network on the base's game; only "
+                f"{', '.join('model.' + f for f in SWITCHABLE_MODEL_FIELDS)} and the training and search "
+                f"switches may change (or drop branch_from to train every arm from scratch)")
+
+
+def _param_names(model_cfg) -> list[str]:
+    from yamblab.model.network import YambNet
+
+    return [n for n, p in YambNet(model_cfg).named_parameters() if p.requires_grad]
+
+
+def adapt_learner_state(state: dict, model_cfg, seed: int = 0) -> dict:
+    """A learner state (:meth:`~yamblab.learners.learner.Learner.state_dict`) made to fit the
+    network config ``model_cfg``, which may differ from the state's own only in
+    :data:`SWITCHABLE_MODEL_FIELDS`.
+
+    Weights the new config lacks are dropped from the network, the EMA network and the
+    optimiser state (AdamW's per-parameter moments, re-indexed by parameter name); weights it
+    adds take a fresh network's initial values (seeded by ``seed``; the hold-correction head
+    starts at zero, so the policy is unchanged) and no optimiser state.
+
+    Raises:
+        ConfigError: the configs differ in another field.
+    """
+    import torch
+
+    from yamblab.model.config import ModelConfig
+    from yamblab.model.network import YambNet
+
+    old_cfg = ModelConfig(**state["model_config"])
+    if old_cfg == model_cfg:
+        return state
+    a, b = old_cfg.model_dump(), model_cfg.model_dump()
+    other = [k for k in a if a[k] != b[k] and k not in SWITCHABLE_MODEL_FIELDS]
+    if other:
+        raise ConfigError(f"cannot branch: the network differs from the base's in {', '.join(other)}")
+    old_names, new_names = _param_names(old_cfg), _param_names(model_cfg)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        fresh = YambNet(model_cfg).state_dict()
+
+    def fit(weights: dict) -> dict:
+        return {k: (weights[k] if k in weights else v) for k, v in fresh.items()}
+
+    opt = state["optimizer"]
+    index = {name: i for i, name in enumerate(old_names)}
+    moments = {j: opt["state"][index[n]] for j, n in enumerate(new_names)
+               if n in index and index[n] in opt["state"]}
+    groups = [dict(g) for g in opt["param_groups"]]
+    if len(groups) != 1:
+        raise ConfigError("cannot branch: the base's optimiser has several parameter groups")
+    groups[0]["params"] = list(range(len(new_names)))
+    return {**state, "model_config": model_cfg.model_dump(), "model": fit(state["model"]),
+            "ema": fit(state["ema"]), "optimizer": {"state": moments, "param_groups": groups}}
+
+
+def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | Path) -> Path:
+    """Write a trial's first checkpoint: the base run's state continued under the trial's config.
+
+    The learner state is fitted to the trial's network (:func:`adapt_learner_state`), the
+    replay buffer keeps its positions but samples with a generator seeded by the trial's
+    ``train.seed``, the iteration and game counters carry on (so the trial's self-play plays
+    new game numbers of its own dice seed), and the history starts empty: the trial evaluates
+    its own network at the branch point first (marked ``branch_eval_due``), so every arm's
+    curve starts where the base ended.
+
+    Args:
+        base_checkpoint: the base run's ``checkpoint.pt``.
+        cfg: the trial's run config.
+        dest: the trial's run folder (its ``checkpoint.pt`` is written atomically).
+
+    Returns:
+        the path of the checkpoint written.
+
+    Raises:
+        DamagedFileError: a damaged base checkpoint; ConfigError: a network that cannot branch.
+    """
+    from yamblab.model.checkpoint import load_checkpoint, save_checkpoint
+    from yamblab.platform.runtime import CHECKPOINT
+
+    state = load_checkpoint(base_checkpoint)
+    learner = adapt_learner_state(state["learner"], cfg.model, seed=cfg.train.seed)
+    learner = {**learner, "train_config": cfg.train.model_dump()}
+    buffer = dict(state["buffer"])
+    if "rng" in buffer:
+        buffer["rng"] = np.random.default_rng([cfg.train.seed, BRANCH_SALT]).bit_generator.state
+    payload = {**state, "learner": learner, "buffer": buffer, "history": "[]", "evals": "[]",
+               "config": cfg.to_yaml(), "mlflow_run_id": "", "elapsed": 0.0,
+               "model_config": learner["model_config"], "ema": learner["ema"], "model": learner["model"],
+               "branched_from": str(base_checkpoint), "branch_iteration": int(state["iteration"]),
+               "branch_eval_due": True}
+    return save_checkpoint(Path(dest) / CHECKPOINT, payload)
+
+
+def checkpoint_iteration(path: str | Path) -> int:
+    """The iteration a run's checkpoint stopped at."""
+    from yamblab.model.checkpoint import load_checkpoint
+
+    return int(load_checkpoint(path)["iteration"])

@@ -222,3 +222,22 @@ def test_the_judgeable_solver_losses_are_the_decision_sets_per_game_losses():
     dset = decision_set(make_game("yahtzee"), games=3, cache=False)
     assert isinstance(dset, DecisionSet)
     assert tuple(solver_losses(Flat(), dset).per_game) == SOLVER_MODES
+
+
+def test_dropping_the_auxiliary_heads_leaves_the_policy_and_trains_on(trained):
+    learner, samples = trained
+    off = TINY.model_copy(update={"aux_heads": False})
+    branch = Learner(off, TrainConfig(batch_size=64))
+    branch.load_state_dict(adapt_learner_state(learner.state_dict(), off))
+    assert branch.net.aux is None
+    assert torch.equal(_policy(branch.net, samples), _policy(learner.net, samples))
+    m = branch.train_iteration(samples, health=False)
+    assert m["aux_bonus"] == 0.0 and np.isfinite(m["total"])
+
+
+def test_solver_eval_on_a_full_yamb_card_is_refused():
+    from yamblab.platform.config import RunConfig
+
+    with pytest.raises(ValueError, match="a full Yamb card has no exact oracle"):
+        RunConfig(game="yamb", preset="croatian", runtime={"solver_eval": True})
+    RunConfig(game="yamb", preset="croatian", columns=["down"], runtime={"solver_eval": True})   # a column: fine

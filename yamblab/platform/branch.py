@@ -20,9 +20,10 @@ from yamblab.errors import ConfigError
 from yamblab.platform.config import RunConfig, SweepConfig, apply_overrides
 
 #: Network switches a branch may turn on or off on a trained base: the hold-correction head
-#: (a branch that turns it off drops its weights and their optimiser state; one that turns it
-#: on starts it at zero, so the policy is unchanged at the branch point).
-SWITCHABLE_MODEL_FIELDS = ("hold_correction",)
+#: and the auxiliary heads (a branch that turns one off drops its weights and their optimiser
+#: state; one that turns it on starts it fresh: the hold correction at zero, so the policy is
+#: unchanged at the branch point, and the auxiliary heads feed neither policy nor value).
+SWITCHABLE_MODEL_FIELDS = ("hold_correction", "aux_heads")
 #: Salt of a branch's replay-sampling generator (seeded by the trial's training seed).
 BRANCH_SALT = 0xB4A9C4
 

@@ -302,6 +302,10 @@ class RunConfig(BaseModel):
             game = make_game(self.game, None if self.game == "yamb" else self.rules, self.preset, self.columns)
         except YamblabError as exc:
             raise ValueError(str(exc)) from None
+        if self.runtime.solver_eval and self.game == "yamb" and game.oracle_column is None:
+            raise ValueError("runtime.solver_eval: a full Yamb card has no exact oracle, so its evaluation stays "
+                             "the paired comparison with the heuristic bot on the same dice; the decision set "
+                             "needs Yahtzee or a single down, up or free column (columns: [free])")
         if self.game == "yamb" and self.train.successor_samples and game.rules.announce_column >= 0:
             raise ValueError("train.successor_samples values a Yamb card without the option to announce: "
                              "use it on cards with no announce column (e.g. columns: [free]), or set it to 0")

@@ -151,7 +151,7 @@ def test_branched_sweep_starts_every_arm_from_the_base_and_reuses_it(ray_cluster
     monkeypatch.chdir(tmp_path)
     overrides = yaml.safe_load((ROOT / "experiments" / "test-sweep.yaml").read_text())["overrides"]
     overrides.update({"runtime.solver_eval": True, "runtime.solver_games": 12, "runtime.iterations": 1})
-    p = _spec(tmp_path, overrides=overrides, branch_from={"iterations": 2, "seed": 7},
+    p = _spec(tmp_path, overrides=overrides, branch_from={"iterations": 2, "seed": 7, "evaluate": "always"},
               arms={"baseline": {}, "no-hold-correction": {"model.hold_correction": False}},
               judge={"no-hold-correction": "policy_regret"})
     spec, base = load_sweep(p, storage=str(tmp_path / "study.journal"))
@@ -241,3 +241,33 @@ def test_solver_eval_on_a_full_yamb_card_is_refused():
     with pytest.raises(ValueError, match="a full Yamb card has no exact oracle"):
         RunConfig(game="yamb", preset="croatian", runtime={"solver_eval": True})
     RunConfig(game="yamb", preset="croatian", columns=["down"], runtime={"solver_eval": True})   # a column: fine
+
+
+def test_a_branch_takes_the_bases_last_evaluation_only_when_its_network_is_the_bases(trained, tiny_config, tmp_path):
+    from yamblab.actors.replay import ReplayBuffer
+    from yamblab.model.checkpoint import load_checkpoint, save_checkpoint
+    from yamblab.platform.branch import branch_checkpoint
+    from yamblab.platform.config import apply_overrides
+    from yamblab.platform.runtime import _np_to_torch
+
+    learner, _ = trained
+    buf = ReplayBuffer(100, seed=1)
+    history = [{"iteration": 4, "train.total": 1.0}, {"iteration": 5, "train.total": 0.5, "eval.regret_mean": 7.25}]
+    evals = [{"iteration": 5, "per_game_regret": [7.0, 7.5]}]
+    base = save_checkpoint(tmp_path / "base" / "checkpoint.pt", {
+        "learner": learner.state_dict(), "buffer": _np_to_torch(buf.state_dict()), "iteration": 5,
+        "games_played": 40, "positions_total": 1500, "history": json.dumps(history), "evals": json.dumps(evals),
+        "config": tiny_config.to_yaml(), "mlflow_run_id": "abc", "elapsed": 60.0,
+        "model_config": TINY.model_dump(), "ema": learner.state_dict()["ema"], "model": learner.state_dict()["model"]})
+    same = apply_overrides(tiny_config, {"train.seed": 3, "train.entropy_coef": 0.0})
+    st = load_checkpoint(branch_checkpoint(base, same, tmp_path / "a"))
+    assert not st["branch_eval_due"] and st["branch_iteration"] == 5 and st["mlflow_run_id"] == ""
+    assert json.loads(st["history"]) == [{"iteration": 5, "games_played": 40, "selfplay.positions_total": 1500,
+                                          "branch_point": 1.0, "seconds": 0.0, "minutes": 0.0,
+                                          "eval.regret_mean": 7.25}]
+    assert json.loads(st["evals"]) == evals
+    assert st["buffer"]["rng"] != buf.state_dict()["rng"]          # the trial's own replay sampling
+    assert st["learner"]["train_config"]["entropy_coef"] == 0.0
+    for cfg, how in [(apply_overrides(tiny_config, {"model.hold_correction": False}), "changed"), (same, "always")]:
+        st = load_checkpoint(branch_checkpoint(base, cfg, tmp_path / how, evaluate=how))
+        assert st["branch_eval_due"] and json.loads(st["history"]) == [] and json.loads(st["evals"]) == []

@@ -161,20 +161,23 @@ def adapt_learner_state(state: dict, model_cfg, seed: int = 0) -> dict:
             "ema": fit(state["ema"]), "optimizer": {"state": moments, "param_groups": groups}}
 
 
-def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | Path) -> Path:
+def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | Path,
+                      evaluate: str = "changed") -> Path:
     """Write a trial's first checkpoint: the base run's state continued under the trial's config.
 
     The learner state is fitted to the trial's network (:func:`adapt_learner_state`), the
     replay buffer keeps its positions but samples with a generator seeded by the trial's
     ``train.seed``, the iteration and game counters carry on (so the trial's self-play plays
-    new game numbers of its own dice seed), and the history starts empty: the trial evaluates
-    its own network at the branch point first (marked ``branch_eval_due``), so every arm's
-    curve starts where the base ended.
+    new game numbers of its own dice seed), and the history starts at the branch point, so
+    every arm's curve starts where the base ended: with the base's last evaluation when the
+    trial's network is the base's (``evaluate="changed"``), else with an evaluation of the
+    trial's own network that the run makes before it trains (marked ``branch_eval_due``).
 
     Args:
         base_checkpoint: the base run's ``checkpoint.pt``.
         cfg: the trial's run config.
         dest: the trial's run folder (its ``checkpoint.pt`` is written atomically).
+        evaluate: ``"changed"`` or ``"always"`` (:class:`~yamblab.platform.config.BranchSpec`).
 
     Returns:
         the path of the checkpoint written.
@@ -191,12 +194,28 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
     buffer = dict(state["buffer"])
     if "rng" in buffer:
         buffer["rng"] = np.random.default_rng([cfg.train.seed, BRANCH_SALT]).bit_generator.state
-    payload = {**state, "learner": learner, "buffer": buffer, "history": "[]", "evals": "[]",
-               "config": cfg.to_yaml(), "mlflow_run_id": "", "elapsed": 0.0,
+    it = int(state["iteration"])
+    history, evals = [], []
+    same_net = learner["model_config"] == state["learner"]["model_config"]
+    if evaluate == "changed" and same_net:
+        last = next((e for e in json.loads(state["evals"]) if int(e["iteration"]) == it), None)
+        record = next((h for h in json.loads(state["history"]) if int(h.get("iteration", -1)) == it), None)
+        if last is not None and record is not None:
+            evals = [last]
+            history = [{**branch_record(it, int(state["games_played"]), int(state.get("positions_total", 0))),
+                        **{k: v for k, v in record.items() if k.startswith("eval.")}}]
+    payload = {**state, "learner": learner, "buffer": buffer, "history": json.dumps(history),
+               "evals": json.dumps(evals), "config": cfg.to_yaml(), "mlflow_run_id": "", "elapsed": 0.0,
                "model_config": learner["model_config"], "ema": learner["ema"], "model": learner["model"],
-               "branched_from": str(base_checkpoint), "branch_iteration": int(state["iteration"]),
-               "branch_eval_due": True}
+               "branched_from": str(base_checkpoint), "branch_iteration": it, "branch_eval_due": not evals}
     return save_checkpoint(Path(dest) / CHECKPOINT, payload)
+
+
+def branch_record(iteration: int, games_played: int, positions_total: int) -> dict:
+    """The history entry of a branch point (its evaluation's ``eval.*`` metrics join it):
+    ``branch_point`` 1 marks it, so that only its evaluation is logged, not a training step."""
+    return {"iteration": iteration, "games_played": games_played, "selfplay.positions_total": positions_total,
+            "branch_point": 1.0, "seconds": 0.0, "minutes": 0.0}
 
 
 def checkpoint_iteration(path: str | Path) -> int:

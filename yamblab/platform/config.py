@@ -438,6 +438,11 @@ class BranchSpec(BaseModel):
         seed: the base run's training seed (``train.seed``).
         cpus: the CPUs the base run may use (default: the sweep's, ``parallel × trial_cpus``).
         overrides: dotted-key overrides of the base run only (e.g. its actors' CPUs).
+        evaluate: ``"changed"`` (default): a trial whose network is the base's takes the base's
+            last evaluation as its first (the same network on the same positions and dice: the
+            same figures, bit for bit), and only a trial whose network changes at the branch (a
+            switched head) evaluates its own; ``"always"``: every trial evaluates its own network
+            at the branch point (a check of that equality, at the cost of one evaluation each).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -448,6 +453,7 @@ class BranchSpec(BaseModel):
     seed: int = Field(0, ge=0, lt=2**63)
     cpus: float | None = Field(None, gt=0.0, le=4096)
     overrides: dict[str, Any] = Field(default_factory=dict)
+    evaluate: Literal["changed", "always"] = "changed"
 
     @model_validator(mode="after")
     def _check(self) -> "BranchSpec":

@@ -418,7 +418,8 @@ class TrainingRun:
         metrics["seconds"] = time.perf_counter() - t0
         metrics["minutes"] = self.elapsed / 60.0
         self.history.append(metrics)
-        if self.iteration % rt.eval_every == 0 or self.iteration >= rt.iterations:
+        # a branched run counts its evaluations from the branch point
+        if (self.iteration - (self.branch_iteration or 0)) % rt.eval_every == 0 or self.iteration >= rt.iterations:
             self._eval_owed = True
         if self._eval_owed:
             # one evaluation at a time: while the evaluator is still busy with an earlier one,
@@ -443,10 +444,10 @@ class TrainingRun:
         Returns:
             the evaluation's metrics.
         """
+        from yamblab.platform.branch import branch_record
+
         self._branch_eval_due = False
-        record = {"iteration": self.iteration, "games_played": self.games_played,
-                  "selfplay.positions_total": self._positions_total, "branch_point": 1.0,
-                  "seconds": 0.0, "minutes": self.elapsed / 60.0}
+        record = branch_record(self.iteration, self.games_played, self._positions_total)
         self.history.append(record)
         self._start_evaluation()
         self._poll_evaluations(block=True)

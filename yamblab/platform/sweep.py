@@ -1025,7 +1025,7 @@ class Sweep:
             cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
                 "iterations": self.base_iteration + cfg.runtime.iterations, "time_budget_minutes": None})})
             if not (run_dir / CHECKPOINT).exists():
-                branch_checkpoint(self.base_checkpoint, cfg, run_dir)
+                branch_checkpoint(self.base_checkpoint, cfg, run_dir, self.spec.branch_from.evaluate)
             slot.offset = self.base_iteration
             trial.set_user_attr("branch_iteration", self.base_iteration)
             self.tracker.set_tags(run_id, {"yamblab.branched_from": str(self.base_checkpoint),
@@ -1098,6 +1098,8 @@ class Sweep:
 
         def log_iteration(slot: Slot, metrics: dict) -> None:
             step = int(metrics.get("iteration", slot.it))
+            if metrics.get("branch_point"):      # a branch point: its evaluation, not a training step
+                metrics = {k: v for k, v in metrics.items() if k.startswith("eval.")}
             if step > slot.logged:     # an iteration is logged once, whatever the attempts
                 self.tracker.log_metrics(slot.run_id, metrics, step=step)
                 slot.logged = step

@@ -157,17 +157,33 @@ class Tracker:
         plt.close(fig)
 
     def log_torch_model(self, run_id: str, model, name: str = "model") -> None:
-        """Log a torch module as an MLflow model (best effort: a failure is logged, not raised)."""
-        import mlflow
+        """Log a torch module as an MLflow model (best effort: a failure is logged, not raised).
 
+        The network is pickled (its forward pass takes a dataclass of tensors, which MLflow's
+        graph format cannot export), with its pip requirements given (torch and numpy at their
+        public version numbers), so MLflow's warnings about pickling and about the CPU build's
+        local version label, which a user cannot act on, are not printed on every run.
+        """
+        import logging as _logging
+
+        import mlflow
+        import numpy
+        import torch
+
+        reqs = [f"torch=={torch.__version__.split('+')[0]}", f"numpy=={numpy.__version__}"]
+        quiet = _logging.getLogger("mlflow.pytorch")
+        level = quiet.level
+        quiet.setLevel(_logging.ERROR)
         try:
             with mlflow.start_run(run_id=run_id, nested=True):
                 try:
-                    mlflow.pytorch.log_model(model, name=name, serialization_format="pickle")
+                    mlflow.pytorch.log_model(model, name=name, serialization_format="pickle", pip_requirements=reqs)
                 except TypeError:  # MLflow 2
-                    mlflow.pytorch.log_model(model, artifact_path=name)
+                    mlflow.pytorch.log_model(model, artifact_path=name, pip_requirements=reqs)
         except Exception as exc:  # noqa: BLE001 - the run's other records must survive
             log.warning("could not log the network as an MLflow model: %s", exc)
+        finally:
+            quiet.setLevel(level)
 
     def end_run(self, run_id: str, status: str = "FINISHED") -> None:
         """Mark the run terminated with ``status`` (FINISHED, FAILED, KILLED)."""

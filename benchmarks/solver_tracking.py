@@ -117,8 +117,8 @@ def main() -> None:
         b.set_ylabel("decision-set regret per game (points)")
         b.grid(alpha=0.3, which="both")
         b.legend(fontsize=8)
-        fig.suptitle(f"{cfg.name}: the solver-graded policy regret against the played games' "
-                     f"({machine_description()})", fontsize=9)
+        fig.suptitle(f"{cfg.name}: the solver-graded policy regret against the played games'; "
+                     f"{machine_description()}", fontsize=9)
         fig.tight_layout()
         args.plot.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(args.plot, dpi=110)

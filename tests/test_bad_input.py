@@ -625,7 +625,7 @@ def test_an_arm_judged_on_a_mode_its_trials_do_not_grade_is_named(tmp_path):
         load_sweep(spec)          # refused when the spec is read, before any trial or MLflow run
     spec.write_text(yaml.safe_dump(_grid(judge={"b": "none"}, overrides={"runtime.eval_modes": {"none": 50}})))
     sp, base = load_sweep(spec)
-    assert sp.judge_modes(base)["b"] == "none"
+    assert sp.judge_modes(base)["b"] == ["none"]
 
 
 def test_rule_strings_name_one_joker_rule():

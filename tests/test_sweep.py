@@ -223,10 +223,10 @@ def test_judge_names_an_arm_and_a_mode_the_trials_grade(tmp_path):
     from yamblab.platform.sweep import Sweep
 
     spec, base = load_sweep(_judge_spec(tmp_path, judge={"no-kl": "none"}))
-    assert spec.judge_modes(base) == {"baseline": "full_turn", "no-kl": "none", "outcome": "full_turn"}
+    assert spec.judge_modes(base) == {"baseline": ["full_turn"], "no-kl": ["none"], "outcome": ["full_turn"]}
     with pytest.raises(ConfigError, match=r"judge\.nokl: no arm is called 'nokl' \(the arms: baseline, no-kl, outcome\)"):
         load_sweep(_judge_spec(tmp_path, judge={"nokl": "none"}))
-    with pytest.raises(ConfigError, match=r"judge\.no-kl: Input should be 'none', 'one_step', 'full_turn', 'policy_regret'.* or 'full_turn_exact'"):
+    with pytest.raises(ConfigError, match=r"judge\.no-kl\.0: Input should be 'none', 'one_step', 'full_turn', 'policy_regret'.* or 'full_turn_exact'"):
         load_sweep(_judge_spec(tmp_path, judge={"no-kl": "policy"}))
     with pytest.raises(ConfigError, match=r"judge\.baseline: 'baseline' is the baseline arm"):
         load_sweep(_judge_spec(tmp_path, judge={"baseline": "none"}))
@@ -328,7 +328,9 @@ def test_arm_curves_overlay_the_arms():
     fig = plots.arm_curves({"base": [seed(0), seed(1)], "arm": [seed(2, ci=False)], "one": [seed(3)]}, "none",
                            baseline="base", judged=["arm"])
     labels = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
-    assert "base (baseline); band: min–max over 2 seeds" in labels
+    assert "base (baseline); band: 95% CI over 2 seeds" in labels
+    band = fig.axes[0].collections[0].get_paths()[0].vertices[:, 1]      # mean 10.5 ± t(1) × 0.707 / √2
+    assert max(band) == pytest.approx(10.5 + 12.706 * 0.5, abs=0.01)
     assert "one; band: evaluation's 95% CI" in labels and len(fig.axes) == 2
     plots.close(fig)
 
@@ -502,3 +504,16 @@ def test_interval_over_few_seeds_covers_the_true_mean():
     lo, hi = _interval(x)
     assert (hi - lo) / 2 == pytest.approx(1.96 * 10.0 / np.sqrt(4000), rel=0.15)
     assert np.median(widths) > 2 * (hi - lo)
+
+
+def test_an_arm_judged_on_a_list_of_modes_gets_a_row_each():
+    rng = np.random.default_rng(5)
+    arms = _mode_arms(rng, games_none=300, games_full=100, seeds=(0, 1, 2))
+    rows = summarise(arms, "base", {"policy-idea": ["none", "full_turn"], "value-idea": "full_turn"}, target=1.0)
+    assert [(r["arm"], r["mode"]) for r in rows] == [
+        ("base", "none"), ("base", "full_turn"), ("policy-idea", "none"), ("policy-idea", "full_turn"),
+        ("value-idea", "full_turn")]
+    assert [r["key"] for r in rows] == ["base.none", "base", "policy-idea", "policy-idea.full_turn", "value-idea"]
+    assert all("diff" in r for r in rows[2:])
+    text = format_table(rows, "base", target=1.0)
+    assert "±1 target" in text and text.count("policy-idea ") >= 2

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from yamblab.errors import ConfigError, YamblabError
 from yamblab.learners.config import SearchConfig, TrainConfig
@@ -486,7 +486,8 @@ class SweepConfig(BaseModel):
             or a database URL (``postgresql://…``).
         tracking_uri, experiment: MLflow store and experiment.
         judge: grid only: what each named arm is judged on, e.g. ``{no-kl-targets:
-            policy_regret}``, so a training idea is compared with the baseline where it acts: a
+            policy_regret}`` or a list (``[policy_regret, argmax_regret]``: a row each), so a
+            training idea is compared with the baseline where it acts: a
             decision mode's played games (``none``: the policy head alone, ``one_step``,
             ``full_turn``), a solver-graded loss of :data:`SOLVER_MODES` (needs
             ``runtime.solver_eval``), or :data:`EXACT_MODE` (Yahtzee's exact full-turn regret).
@@ -494,6 +495,9 @@ class SweepConfig(BaseModel):
             other than the main one must be graded at every evaluation (``runtime.eval_modes``);
             the baseline is compared on everything its arms are judged on. Checked against the
             trials' configs by :meth:`judge_modes`.
+        target_half_width: the paired 95% half-width (in each mode's units per game) the
+            ablation should reach: the table says which differences reach it and, from their
+            own spread, the training seeds and games that would.
         branch_from: grid only: start every trial from one trained base (:class:`BranchSpec`)
             instead of from scratch; ``runtime.iterations`` then counts the iterations after
             the branch point.
@@ -518,8 +522,17 @@ class SweepConfig(BaseModel):
     storage: str | None = None
     tracking_uri: str | None = None
     experiment: str = "yamblab"
-    judge: dict[str, JudgeMode] = Field(default_factory=dict)
+    judge: dict[str, list[JudgeMode]] = Field(default_factory=dict)
+    target_half_width: float = Field(0.5, gt=0.0, le=1e6)
     branch_from: BranchSpec | None = None
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _one_mode_is_a_list(cls, v: Any) -> Any:
+        """``{arm: mode}`` means ``{arm: [mode]}``."""
+        if isinstance(v, dict):
+            return {k: ([m] if isinstance(m, str) else m) for k, m in v.items()}
+        return v
 
     @model_validator(mode="after")
     def _check(self) -> "SweepConfig":
@@ -547,6 +560,9 @@ class SweepConfig(BaseModel):
                 if arm not in arms:
                     raise ValueError(f"judge.{arm}: no arm is called {arm!r} (the arms: {', '.join(arms)})")
             baseline = self.baseline_arm or next(iter(arms))
+            for arm, modes in self.judge.items():
+                if not modes or len(set(modes)) != len(modes):
+                    raise ValueError(f"judge.{arm}: a list of modes must name each mode once, at least one")
             if baseline in self.judge:
                 raise ValueError(f"judge.{baseline}: {baseline!r} is the baseline arm, which is compared on "
                                  "every mode its arms are judged on; name the arms compared with it")
@@ -565,16 +581,18 @@ class SweepConfig(BaseModel):
             out[name] = dict(zip(keys, values))
         return out
 
-    def judge_modes(self, base: RunConfig) -> dict[str, str]:
-        """The decision mode each arm of a grid is judged on, checked against its config.
+    def judge_modes(self, base: RunConfig) -> dict[str, list[str]]:
+        """What each arm of a grid is judged on, checked against its config.
 
         Args:
             base: the run config every trial starts from (``overrides`` are applied here, again).
 
         Returns:
-            arm name -> mode (``"none"``, ``"one_step"`` or ``"full_turn"``) for every arm, in
-            the spec's order: the ``judge`` entry, else the arm's main mode (its resolved
-            ``eval_depth``); the baseline arm maps to its own main mode. ``{}`` for a tpe sweep.
+            arm name -> its modes (a played mode ``"none"``, ``"one_step"``, ``"full_turn"``, a
+            solver-graded loss or ``"full_turn_exact"``), the first the arm's main verdict, for
+            every arm in the spec's order: the ``judge`` entry, else the arm's main mode (its
+            resolved ``eval_depth``); the baseline arm maps to its own main mode. ``{}`` for a
+            tpe sweep.
 
         Raises:
             ConfigError: an arm judged on a mode that the arm's or the baseline's trials do not
@@ -594,8 +612,8 @@ class SweepConfig(BaseModel):
 
         out = {}
         for arm, cfg in cfgs.items():
-            mode = self.judge.get(arm, cfg.eval_depth)
-            for who in dict.fromkeys([arm, baseline]):
+            modes = list(self.judge.get(arm, [cfg.eval_depth]))
+            for mode, who in ((m, w) for m in modes for w in dict.fromkeys([arm, baseline])):
                 have = graded(cfgs[who])
                 if mode not in have:
                     where = f"judge.{arm}" if arm in self.judge else f"arms.{arm}"
@@ -605,7 +623,7 @@ class SweepConfig(BaseModel):
                         f"{whose} do not grade (main mode runtime.eval_depth: {have[0]!r}; "
                         f"also graded: {', '.join(have[1:]) or 'nothing'}); {_how_to_grade(mode)}, "
                         f"or judge the arm on one of {', '.join(repr(h) for h in have)}")
-            out[arm] = mode
+            out[arm] = modes
         return out
 
     def storage_url(self) -> str:

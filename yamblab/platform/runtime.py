@@ -519,16 +519,23 @@ class TrainingRun:
         every = self.cfg.runtime.checkpoint_minutes
         return every <= 0 or time.time() - self._last_checkpoint >= every * 60.0
 
-    def checkpoint(self) -> Path:
+    def checkpoint(self, keep_buffer: bool = True) -> Path:
         """Write the run's state atomically (see :func:`yamblab.model.checkpoint.save_checkpoint`).
 
         Written between iterations: the learner's state after the last iteration's training,
         the buffer, the counters and every evaluation recorded so far (an evaluation still
         running is not in it; the batches of games playing ahead are played again on resume).
+
+        Args:
+            keep_buffer: False leaves the replay buffer's positions out (a finished sweep
+                trial's checkpoint: most of the file; a run resumed from it starts with an
+                empty buffer).
         """
         from yamblab.model.checkpoint import save_checkpoint
 
         learner_state, buffer_state = self.backend.state()
+        if not keep_buffer:
+            buffer_state = {**buffer_state, "data": {}}
         payload = {
             "learner": learner_state, "buffer": _np_to_torch(buffer_state),
             "iteration": self.iteration, "games_played": self.games_played,

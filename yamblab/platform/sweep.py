@@ -158,18 +158,29 @@ class TrialRunner:
 
         Returns:
             ``{"per_game_regret": list, "loss": str, "modes": {mode: {"per_game_regret": list,
-            "loss": str}}, "scores": list, "metrics": dict, "files": {name: bytes}}``: the last
-            evaluation's per-game losses in the main mode and in each of ``runtime.eval_modes``
-            (file contents travel to the driver, which logs them).
+            "loss": str}}, "scores": list, "metrics": dict, "files": {name: bytes},
+            "network": {"model_config": dict, "ema": state_dict}}``: the last evaluation's
+            per-game losses in the main mode and in every other graded mode, the plots and
+            config (file contents travel to the driver, which logs them) and the trained network.
+
+        The resumable checkpoint stays in the trial's folder, without its replay buffer once
+        the trial has finished (a finished trial is never carried on; the buffer is most of
+        the file's size).
         """
+        from yamblab.platform.runtime import CHECKPOINT
+
         self.run.run()   # evaluates the last iteration if it was not an evaluation iteration
         out = self.run.finish()
         files = {}
         for f in out["files"]:
             p = Path(f)
-            files[p.name] = p.read_bytes()
+            if p.name != CHECKPOINT:
+                files[p.name] = p.read_bytes()
         out["files"] = files
         out["late_evals"] = self._late_evals()
+        learner_state, _ = self.run.backend.state()
+        out["network"] = {"model_config": learner_state["model_config"], "ema": learner_state["ema"]}
+        self.run.checkpoint(keep_buffer=False)
         return out
 
 
@@ -363,7 +374,8 @@ def _paired(a: ArmResult, b: ArmResult, mode: str | None) -> tuple[np.ndarray, n
     return x[:, :n], y[:, :n]
 
 
-def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] | None = None) -> list[dict]:
+def summarise(arms: dict[str, ArmResult], baseline: str,
+              judge: dict[str, str | list[str]] | None = None, target: float = TARGET_HALF_WIDTH) -> list[dict]:
     """Per arm: mean regret per game with 95% CI, and the paired difference from the baseline
     on the decision mode the arm is judged on, with its minimum detectable effect.
 
@@ -378,7 +390,10 @@ def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] |
     Args:
         arms: arm name -> its results (the baseline among them), in table order.
         baseline: the arm the others are compared with.
-        judge: arm -> the mode it is judged on (default: the arm's main mode, ``ArmResult.mode``).
+        judge: arm -> the mode it is judged on, or a list of modes (a row for each; default:
+            the arm's main mode, ``ArmResult.mode``).
+        target: the paired half-width (points per game) the seeds and games planned for each
+            difference should reach (``seeds_needed``, ``games_needed``).
 
     Returns:
         one row (a dict) per compared arm, and one for the baseline on each mode its arms are
@@ -393,7 +408,7 @@ def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] |
         :func:`design_for_target`); ``note`` says why an
         arm has no comparison.
     """
-    judge = dict(judge or {})
+    judge = {a: (list(m) if isinstance(m, (list, tuple)) else [m]) for a, m in (judge or {}).items()}
     base = arms.get(baseline)
 
     def stats_row(name: str, x: np.ndarray, mode: str | None, n_seeds: int) -> dict:
@@ -401,7 +416,7 @@ def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] |
         return {"arm": name, "mode": mode, "seeds": n_seeds, "games": int(x.shape[1]), "regret": float(x.mean()),
                 "ci_low": lo, "ci_high": hi, "seed_means": [float(v) for v in x.mean(axis=1)], "key": _safe(name)}
 
-    used = list(dict.fromkeys(judge.get(n, r.mode) for n, r in arms.items() if n != baseline))
+    used = list(dict.fromkeys(m for n, r in arms.items() if n != baseline for m in judge.get(n, [r.mode])))
     rows = []
     for name, res in arms.items():
         if name == baseline:
@@ -415,31 +430,40 @@ def summarise(arms: dict[str, ArmResult], baseline: str, judge: dict[str, str] |
                     row["key"] = f"{_safe(name)}.{mode}"
                 rows.append(row)
             continue
-        mode = judge.get(name, res.mode)
-        try:
-            row = stats_row(name, res.table(mode), mode, len(res.seeds))
-        except KeyError:
-            row = stats_row(name, res.table(), res.mode, len(res.seeds))
-            row["note"] = f"not graded on {mode}"
+        for k, mode in enumerate(judge.get(name, [res.mode])):
+            row = _compared_row(stats_row, name, res, base, baseline, mode, target)
+            if k > 0:
+                row["key"] = f"{_safe(name)}.{mode}"
             rows.append(row)
-            continue
-        pair = _paired(res, base, mode) if base is not None else None
-        if pair is None:
-            if base is not None:
-                row["note"] = f"{baseline} not graded on {mode}" if mode not in base.graded() else "no paired seeds"
-        else:
-            d = pair[0] - pair[1]
-            dlo, dhi = _interval(d)
-            half = (dhi - dlo) / 2.0
-            row.update(diff=float(d.mean()), diff_low=dlo, diff_high=dhi, half_width=half,
-                       mde=minimum_detectable_effect(half), matters=bool(dlo > 0 or dhi < 0))
-            vc = variance_components(d)
-            if vc is not None:
-                n_seeds, n_games = design_for_target(vc, d.shape[1])
-                row.update(sd_seed=math.sqrt(vc["seed"]), sd_game=math.sqrt(vc["game"]),
-                           sd_resid=math.sqrt(vc["resid"]), seeds_needed=n_seeds, games_needed=n_games)
-        rows.append(row)
     return rows
+
+
+def _compared_row(stats_row, name: str, res: ArmResult, base: ArmResult | None, baseline: str, mode,
+                  target: float = 0.5) -> dict:
+    """One compared arm's row of :func:`summarise` on ``mode`` (``stats_row`` makes its
+    per-arm figures; the paired ones are added here)."""
+    try:
+        row = stats_row(name, res.table(mode), mode, len(res.seeds))
+    except KeyError:
+        row = stats_row(name, res.table(), res.mode, len(res.seeds))
+        row["note"] = f"not graded on {mode}"
+        return row
+    pair = _paired(res, base, mode) if base is not None else None
+    if pair is None:
+        if base is not None:
+            row["note"] = f"{baseline} not graded on {mode}" if mode not in base.graded() else "no paired seeds"
+        return row
+    d = pair[0] - pair[1]
+    dlo, dhi = _interval(d)
+    half = (dhi - dlo) / 2.0
+    row.update(diff=float(d.mean()), diff_low=dlo, diff_high=dhi, half_width=half,
+               mde=minimum_detectable_effect(half), matters=bool(dlo > 0 or dhi < 0))
+    vc = variance_components(d)
+    if vc is not None:
+        n_seeds, n_games = design_for_target(vc, d.shape[1], target)
+        row.update(sd_seed=math.sqrt(vc["seed"]), sd_game=math.sqrt(vc["game"]),
+                   sd_resid=math.sqrt(vc["resid"]), seeds_needed=n_seeds, games_needed=n_games)
+    return row
 
 
 def _verdict(r: dict, baseline: str) -> str:
@@ -461,13 +485,16 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
     line on it).
     """
     label = "regret/game" if loss == "regret" else "behind bot/game"
-    head = (f"{'arm':26s} {'mode':9s} {'seeds':>5s} {'games':>6s} {label:>15s} {'95% CI':>18s} "
+    if any(r.get("mode") in ("disagreements", "cross_entropy", "value_sq_error") for r in rows):
+        label = "loss/game"
+    w = max([9, *(len(r.get("mode") or "main") for r in rows)])
+    head = (f"{'arm':26s} {'mode':{w}s} {'seeds':>5s} {'games':>6s} {label:>15s} {'95% CI':>18s} "
             f"{'vs ' + baseline:>14s} {'95% CI':>18s} {'MDE':>6s}  verdict")
     lines = [head, "-" * len(head)]
     for r in rows:
         ci = f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
         mode = r.get("mode") or "main"
-        lead = f"{r['arm']:26s} {mode:9s} {r['seeds']:5d} {r.get('games', 0):6d} {r['regret']:15.2f} {ci:>18s}"
+        lead = f"{r['arm']:26s} {mode:{w}s} {r['seeds']:5d} {r.get('games', 0):6d} {r['regret']:15.2f} {ci:>18s}"
         if "diff" in r:
             dci = f"[{r['diff_low']:+.2f}, {r['diff_high']:+.2f}]"
             lines.append(f"{lead} {r['diff']:+14.2f} {dci:>18s} {r['mde']:6.2f}  {_verdict(r, baseline)}")
@@ -483,7 +510,7 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
     if spread:
         lines.append("95% intervals: training seeds and evaluation games both random (two-way ANOVA, Satterthwaite's "
                      "degrees of freedom: few seeds give wide intervals), paired by seed and game.")
-        lines += [f"  per-seed regret  {t}" for t in spread]
+        lines += [f"  per-seed mean  {t}" for t in spread]
     else:
         lines.append("95% intervals over the evaluation games (one training seed per arm: seed-to-seed "
                      "spread is not included).")
@@ -498,9 +525,10 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
     compared = [r for r in rows if "diff" in r]
     if compared:
         z = minimum_detectable_effect(1.0)
-        lines.append(f"Each arm is compared with {baseline} in the mode it is judged on (none: the policy head "
-                     f"alone; one_step, full_turn: search). MDE: the smallest true paired difference a "
-                     f"two-sided 5% test detects with 80% power ({z:.2f} x the paired interval's half-width).")
+        lines.append(f"Each arm is compared with {baseline} in the mode it is judged on (played games: none, the "
+                     f"policy head alone; one_step, full_turn: search; solver-graded: as named above). MDE: the "
+                     f"smallest true paired difference a two-sided 5% test detects with 80% power ({z:.2f} x "
+                     f"the paired interval's half-width).")
         for mode in dict.fromkeys(r.get("mode") for r in compared):
             these = [r for r in compared if r.get("mode") == mode]
             widths = ", ".join(f"{r['arm']} ±{r['half_width']:.2f}" for r in these)
@@ -1178,13 +1206,11 @@ class Sweep:
                 with tempfile.TemporaryDirectory(prefix="yamblab-trial-") as tmp:
                     for name, data in out.get("files", {}).items():
                         (Path(tmp) / name).write_bytes(data)
-                        if name != "checkpoint.pt":     # the resumable checkpoint stays in runs/
-                            self.tracker.log_artifact(run_id, Path(tmp) / name)
-                    ckpt = Path(tmp) / "checkpoint.pt"
-                    if ckpt.exists():
-                        from yamblab.model.checkpoint import load_network
+                        self.tracker.log_artifact(run_id, Path(tmp) / name)
+                if out.get("network"):       # the resumable checkpoint stays in runs/
+                    from yamblab.model.checkpoint import network_from_state
 
-                        self.tracker.log_torch_model(run_id, load_network(ckpt))
+                    self.tracker.log_torch_model(run_id, network_from_state(out["network"]))
                 trial.set_user_attr("per_game_regret", [round(float(x), 6) for x in regrets])
                 main = slot.cfg.eval_depth
                 by_mode = {main: [round(float(x), 6) for x in regrets]}
@@ -1268,17 +1294,27 @@ class Sweep:
         else:
             best = min(complete, key=lambda t: t.value).number if complete else None
             baseline = f"trial{best}" if best is not None else ""
-        rows = summarise(arms, baseline, {a: m for a, m in self.judge.items() if a in arms})
+        target = self.spec.target_half_width
+        rows = summarise(arms, baseline, {a: m for a, m in self.judge.items() if a in arms}, target)
         for r in rows:
             r["training_seeds"] = [int(x) for x in arms[r["arm"]].seeds]
             r["evaluation_seed"] = int(self.base.runtime.eval_seed)
         loss = complete[0].user_attrs.get("loss", "regret") if complete else "regret"
-        table = format_table(rows, baseline, loss)
+        table = format_table(rows, baseline, loss, target)
         rt = self.base.runtime
         games = ", ".join(f"{m} {n}" for m, n in {self.base.eval_depth: rt.eval_games, **rt.eval_modes}.items())
         table += (f"\nTraining seeds (train.seed, one trial each): per arm above; evaluation: the same dice "
                   f"(seed {rt.eval_seed}, runtime.eval_seed) for every arm, the first games of them in each "
                   f"decision mode (games: {games}).")
+        if rt.solver_eval:
+            from yamblab.oracle.decision_set import DECISION_SEED
+
+            table += (f"\nSolver-graded losses: the decision set of {rt.solver_games} games of the oracle's own play "
+                      f"(dice seed {DECISION_SEED}), every arm graded on the same positions.")
+        if self.base_checkpoint is not None or self.branch_id is not None:
+            where = self.base_checkpoint or self.base_run_dir()
+            table += (f"\nBranched: every trial continued the base {where} from its iteration "
+                      f"{self.base_iteration or '?'} for {rt.iterations} iterations.")
         self.table_text = table
         self.baseline = baseline
         self.log_aggregates(parent, rows, baseline, table)
@@ -1419,7 +1455,7 @@ class Sweep:
         names = []
         for mode, curves in data.items():
             fig = plots.arm_curves(curves, mode, loss=loss, baseline=baseline,
-                                   judged=[a for a in curves if self.judge.get(a) == mode and a != baseline])
+                                   judged=[a for a in curves if mode in self.judge.get(a, []) and a != baseline])
             name = f"curves_{_safe(mode)}.png"
             self.tracker.log_figure(parent, fig, name)     # closes it
             names.append(name)

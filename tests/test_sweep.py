@@ -91,7 +91,7 @@ def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp
 
     # an edited spec: baseline unchanged (kept), no-kl dropped, a new arm runs, and it says so
     edited = spec.model_copy(update={"arms": {"baseline": {}, "no-entropy": {"train.entropy_coef": 0.0}},
-                                     "judge": {"no-entropy": "none"}})
+                                     "judge": {"no-entropy": ["none"]}})
     sw3 = Sweep(edited, base, tracking_uri=uri, progress=False)
     rows3 = sw3.run()
     assert "unchanged, kept: baseline/seed0" in sw3.plan_text

@@ -561,7 +561,7 @@ class SweepConfig(BaseModel):
                     raise ValueError(f"judge.{arm}: no arm is called {arm!r} (the arms: {', '.join(arms)})")
             baseline = self.baseline_arm or next(iter(arms))
             for arm, modes in self.judge.items():
-                if not modes or len(set(modes)) != len(modes):
+                if not modes or (not isinstance(modes, str) and len(set(modes)) != len(modes)):
                     raise ValueError(f"judge.{arm}: a list of modes must name each mode once, at least one")
             if baseline in self.judge:
                 raise ValueError(f"judge.{baseline}: {baseline!r} is the baseline arm, which is compared on "
@@ -612,7 +612,8 @@ class SweepConfig(BaseModel):
 
         out = {}
         for arm, cfg in cfgs.items():
-            modes = list(self.judge.get(arm, [cfg.eval_depth]))
+            modes = self.judge.get(arm, [cfg.eval_depth])
+            modes = [modes] if isinstance(modes, str) else list(modes)     # a copy made without validation
             for mode, who in ((m, w) for m in modes for w in dict.fromkeys([arm, baseline])):
                 have = graded(cfgs[who])
                 if mode not in have:

@@ -16,7 +16,6 @@ from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.learner import Learner
 from yamblab.learners.selfplay import SelfPlay
 from yamblab.model.config import ModelConfig
-from yamblab.model.tokenizer import Inputs
 from yamblab.platform.branch import adapt_learner_state, check_branchable
 from yamblab.platform.config import load_sweep
 
@@ -194,6 +193,9 @@ def test_branched_sweep_starts_every_arm_from_the_base_and_reuses_it(ray_cluster
             != at(base_run, "eval.solver.all.expected_regret")[2])
     for r in trials.values():
         assert sorted(at(r.info.run_id, "iteration")) == [3]                  # one iteration after the branch
+        # the base's replay buffer carried on, the iteration's new positions added to it
+        assert at(r.info.run_id, "buffer.positions")[3] == (at(base_run, "buffer.positions")[2]
+                                                             + at(r.info.run_id, "selfplay.positions")[3])
         assert r.data.tags["yamblab.branch_iteration"] == "2"
         assert "checkpoint.pt" not in {a.path for a in client.list_artifacts(r.info.run_id)}
     # different training seeds than the base's: each trial's self-play played its own games
@@ -259,7 +261,7 @@ def test_a_branch_takes_the_bases_last_evaluation_only_when_its_network_is_the_b
         "games_played": 40, "positions_total": 1500, "history": json.dumps(history), "evals": json.dumps(evals),
         "config": tiny_config.to_yaml(), "mlflow_run_id": "abc", "elapsed": 60.0,
         "model_config": TINY.model_dump(), "ema": learner.state_dict()["ema"], "model": learner.state_dict()["model"]})
-    same = apply_overrides(tiny_config, {"train.seed": 3, "train.entropy_coef": 0.0})
+    same = apply_overrides(tiny_config, {"train.seed": 3, "train.entropy_coef": 0.0, "train.weight_decay": 0.0})
     st = load_checkpoint(branch_checkpoint(base, same, tmp_path / "a"))
     assert not st["branch_eval_due"] and st["branch_iteration"] == 5 and st["mlflow_run_id"] == ""
     assert json.loads(st["history"]) == [{"iteration": 5, "games_played": 40, "selfplay.positions_total": 1500,
@@ -267,7 +269,33 @@ def test_a_branch_takes_the_bases_last_evaluation_only_when_its_network_is_the_b
                                           "eval.regret_mean": 7.25}]
     assert json.loads(st["evals"]) == evals
     assert st["buffer"]["rng"] != buf.state_dict()["rng"]          # the trial's own replay sampling
+    assert st["buffer"]["data"] == {} and st["buffer_from"] == str(base.absolute())   # positions by reference
     assert st["learner"]["train_config"]["entropy_coef"] == 0.0
+    assert [g["weight_decay"] for g in st["learner"]["optimizer"]["param_groups"]] == [0.0]   # AdamW's own copy
+    other_eval = apply_overrides(same, {"runtime.eval_games": 7})        # graded otherwise: evaluates itself
+    assert load_checkpoint(branch_checkpoint(base, other_eval, tmp_path / "e"))["branch_eval_due"]
     for cfg, how in [(apply_overrides(tiny_config, {"model.hold_correction": False}), "changed"), (same, "always")]:
         st = load_checkpoint(branch_checkpoint(base, cfg, tmp_path / how, evaluate=how))
         assert st["branch_eval_due"] and json.loads(st["history"]) == [] and json.loads(st["evals"]) == []
+
+
+def test_spec_overrides_replace_the_files_spelling_and_the_base_keeps_its_length(tmp_path):
+    from yamblab.platform.branch import base_config
+
+    spec, base = load_sweep(ROOT / "experiments" / "ablation-small.yaml", storage=str(tmp_path / "s.journal"),
+                            overrides={"overrides.runtime.iterations": 8, "arms.baseline.train.lr": 0.002,
+                                       "seeds": [4, 5], "name": "b"})
+    assert spec.overrides["runtime.iterations"] == 8 and "runtime" not in spec.overrides
+    cfg = base_config(spec, base)
+    assert cfg.runtime.iterations == 80 and cfg.train.lr == 0.002 and cfg.train.seed == 0
+    for bad in ({"branch_from.overrides.runtime.iterations": 3}, {"branch_from.overrides.model.d_model": 64},
+                {"branch_from.overrides.train.seed": 3}):
+        with pytest.raises(ConfigError, match="branch_from.overrides"):
+            load_sweep(ROOT / "experiments" / "ablation-small.yaml", overrides=bad)
+    for arm_ov, word in [({"runtime.time_budget_minutes": 2}, "time_budget_minutes"),
+                         ({"train.bot_share": 0.5}, "bot_share"), ({"runtime.replay_positions": 100}, "replay_positions")]:
+        spec, base = load_sweep(_spec(tmp_path, branch_from={"iterations": 2}, arms={"baseline": {}, "x": arm_ov}))
+        from yamblab.platform.sweep import Sweep
+
+        with pytest.raises(ConfigError, match=rf"arms\.x cannot branch.*{word}"):
+            Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", progress=False)

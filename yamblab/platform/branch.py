@@ -40,10 +40,14 @@ def base_config(spec: SweepConfig, base: RunConfig) -> RunConfig:
         raise ConfigError(f"sweep {spec.name} has no branch_from")
     arms = spec.arm_overrides()
     baseline = spec.baseline_arm or next(iter(arms))
-    ov = {**spec.overrides, **arms[baseline], **b.overrides, "train.seed": b.seed,
-          "runtime.iterations": b.iterations or 1_000_000, "runtime.time_budget_minutes": b.minutes,
-          "name": f"{spec.name}-base"}
-    return apply_overrides(base, ov, source=f"sweep {spec.name}: branch_from")
+    # one layer at a time (a dotted key and a nested one for the same field never race), the
+    # base's own length and seed last
+    cfg = apply_overrides(base, spec.overrides, source=f"sweep {spec.name}: overrides")
+    cfg = apply_overrides(cfg, arms[baseline], source=f"sweep {spec.name}: arms.{baseline}")
+    cfg = apply_overrides(cfg, b.overrides, source=f"sweep {spec.name}: branch_from.overrides")
+    return apply_overrides(cfg, {"train.seed": b.seed, "runtime.iterations": b.iterations or 1_000_000,
+                                 "runtime.time_budget_minutes": b.minutes, "name": f"{spec.name}-base"},
+                           source=f"sweep {spec.name}: branch_from")
 
 
 def config_digest(cfg: RunConfig) -> str:
@@ -76,10 +80,16 @@ def checkpoint_config(path: str | Path) -> RunConfig:
     from yamblab.model.checkpoint import load_checkpoint
     from yamblab.platform.configio import validate
 
+    from yamblab.errors import DamagedFileError
+
     path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"branch_from.checkpoint: no such file {path}")
-    state = load_checkpoint(path)
+    if not path.is_file():
+        raise ConfigError(f"branch_from.checkpoint: no such file {path}"
+                          + (" (a folder: name its checkpoint.pt)" if path.is_dir() else ""))
+    try:
+        state = load_checkpoint(path)
+    except DamagedFileError as exc:
+        raise ConfigError(f"branch_from.checkpoint: {exc}") from None
     if "config" not in state or "learner" not in state:
         raise ConfigError(f"branch_from.checkpoint: {path} is not a training run's checkpoint (no run "
                           "config or learner state in it; a snapshot cannot be branched from)")
@@ -96,12 +106,22 @@ def check_branchable(spec: SweepConfig, base: RunConfig, base_cfg: RunConfig) ->
         ConfigError: naming the arm and each field it changes, with both values.
     """
     for arm, ov in spec.arm_overrides().items():
-        cfg = apply_overrides(base, {**spec.overrides, **ov}, source=f"sweep {spec.name}: arms.{arm}")
+        cfg = apply_overrides(apply_overrides(base, spec.overrides, source=f"sweep {spec.name}: overrides"), ov,
+                              source=f"sweep {spec.name}: arms.{arm}")
         bad = [f"{k}: {getattr(base_cfg, k)!r} in the base, {getattr(cfg, k)!r} here"
                for k in ("game", "rules", "preset", "columns") if getattr(cfg, k) != getattr(base_cfg, k)]
         mine, theirs = cfg.model.model_dump(), base_cfg.model.model_dump()
         bad += [f"model.{k}: {theirs[k]!r} in the base, {mine[k]!r} here" for k in mine
                 if k not in SWITCHABLE_MODEL_FIELDS and mine[k] != theirs[k]]
+        if cfg.runtime.replay_positions != base_cfg.runtime.replay_positions:
+            bad.append(f"runtime.replay_positions: {base_cfg.runtime.replay_positions} in the base, "
+                       f"{cfg.runtime.replay_positions} here (a branch continues the base's replay buffer)")
+        if cfg.train.bot_share > 0:
+            bad.append("train.bot_share: bot games taper from iteration 0 to train.bot_taper_iterations, "
+                       "so a branch starting later gets none")
+        if cfg.runtime.time_budget_minutes is not None:
+            bad.append("runtime.time_budget_minutes: a branch runs runtime.iterations more iterations "
+                       "(the base may be given minutes: branch_from.minutes)")
         if bad:
             raise ConfigError(
                 f"sweep {spec.name}: arms.{arm} cannot branch from the base: {'; '.join(bad)}. A branched "
@@ -162,7 +182,7 @@ def adapt_learner_state(state: dict, model_cfg, seed: int = 0) -> dict:
 
 
 def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | Path,
-                      evaluate: str = "changed") -> Path:
+                      evaluate: str = "changed", state: dict | None = None) -> Path:
     """Write a trial's first checkpoint: the base run's state continued under the trial's config.
 
     The learner state is fitted to the trial's network (:func:`adapt_learner_state`), the
@@ -178,6 +198,10 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
         cfg: the trial's run config.
         dest: the trial's run folder (its ``checkpoint.pt`` is written atomically).
         evaluate: ``"changed"`` or ``"always"`` (:class:`~yamblab.platform.config.BranchSpec`).
+        state: the base checkpoint already loaded (a sweep loads it once for all its trials).
+
+    The replay buffer's positions are not copied: the trial's checkpoint names the base's
+    (``buffer_from``) and the run loads them from there, until its own first checkpoint.
 
     Returns:
         the path of the checkpoint written.
@@ -188,16 +212,21 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
     from yamblab.model.checkpoint import load_checkpoint, save_checkpoint
     from yamblab.platform.runtime import CHECKPOINT
 
-    state = load_checkpoint(base_checkpoint)
+    state = state if state is not None else load_checkpoint(base_checkpoint)
     learner = adapt_learner_state(state["learner"], cfg.model, seed=cfg.train.seed)
     learner = {**learner, "train_config": cfg.train.model_dump()}
-    buffer = dict(state["buffer"])
+    # the optimiser's own settings that the trial's config sets (AdamW keeps its weight decay in
+    # its saved state; the learning rate is set at every iteration from the trial's schedule)
+    opt = learner["optimizer"]
+    learner["optimizer"] = {**opt, "param_groups": [{**g, "weight_decay": cfg.train.weight_decay}
+                                                    for g in opt["param_groups"]]}
+    buffer = {**state["buffer"], "data": {}}
     if "rng" in buffer:
         buffer["rng"] = np.random.default_rng([cfg.train.seed, BRANCH_SALT]).bit_generator.state
     it = int(state["iteration"])
     history, evals = [], []
     same_net = learner["model_config"] == state["learner"]["model_config"]
-    if evaluate == "changed" and same_net:
+    if evaluate == "changed" and same_net and _same_evaluation(state.get("config"), cfg):
         last = next((e for e in json.loads(state["evals"]) if int(e["iteration"]) == it), None)
         record = next((h for h in json.loads(state["history"]) if int(h.get("iteration", -1)) == it), None)
         if last is not None and record is not None:
@@ -207,8 +236,24 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
     payload = {**state, "learner": learner, "buffer": buffer, "history": json.dumps(history),
                "evals": json.dumps(evals), "config": cfg.to_yaml(), "mlflow_run_id": "", "elapsed": 0.0,
                "model_config": learner["model_config"], "ema": learner["ema"], "model": learner["model"],
-               "branched_from": str(base_checkpoint), "branch_iteration": it, "branch_eval_due": not evals}
+               "branched_from": str(base_checkpoint), "buffer_from": str(Path(base_checkpoint).absolute()),
+               "branch_iteration": it, "branch_eval_due": not evals}
     return save_checkpoint(Path(dest) / CHECKPOINT, payload)
+
+
+def _same_evaluation(base_yaml: str | None, cfg: RunConfig) -> bool:
+    """Whether the base's evaluations graded what the trial's do (the same search, evaluation
+    games, dice, modes and decision set): only then is the base's last evaluation the trial's."""
+    import yaml
+
+    if not base_yaml:
+        return False
+    theirs = yaml.safe_load(base_yaml)
+    mine = cfg.model_dump(mode="json")
+    keys = ("eval_games", "eval_seed", "eval_depth", "eval_modes", "solver_eval", "solver_games")
+    return (theirs.get("search") == mine["search"]
+            and all(theirs.get("runtime", {}).get(k) == mine["runtime"][k] for k in keys)
+            and all(theirs.get(k) == mine[k] for k in ("game", "rules", "preset", "columns")))
 
 
 def branch_record(iteration: int, games_played: int, positions_total: int) -> dict:

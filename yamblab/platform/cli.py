@@ -463,9 +463,11 @@ def sweep(
                                                "(http://HOST:5000); default sqlite:///mlflow.db here."),
     storage: Optional[str] = typer.Option(None, help="Optuna storage: a journal file path (one driver), or "
                                           "postgresql://USER:PASS@HOST:5432/DB (several sweeps at once)."),
-    set_: list[str] = typer.Option([], "--set", help="Override a key of the sweep spec, e.g. --set "
-                                   "name=ablation-b --set seeds=[4,5,6,7] --set branch_from.seed=1 "
-                                   "(repeatable; a new name makes a new study)."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override a key of the sweep spec "
+                                   "(the value is read as YAML), e.g. --set name=ablation-b --set 'seeds=[4,5,6,7]' "
+                                   "--set overrides.runtime.iterations=8 (a run setting of every trial) "
+                                   "--set branch_from.iterations=40. Repeatable. A new name makes a new study; "
+                                   "give the same --set again to resume it."),
 ):
     """Run (or resume) an ablation grid or tuning study; print each arm's regret and verdict.
 

@@ -434,7 +434,8 @@ class BranchSpec(BaseModel):
     the sweep's ``runtime.iterations`` more iterations.
 
     Attributes:
-        iterations, minutes, checkpoint: the base, as above.
+        iterations, minutes, checkpoint: the base, as above (a relative checkpoint path is
+            looked up beside the spec first, then in the working directory).
         seed: the base run's training seed (``train.seed``).
         cpus: the CPUs the base run may use (default: the sweep's, ``parallel × trial_cpus``).
         overrides: dotted-key overrides of the base run only (e.g. its actors' CPUs).
@@ -461,9 +462,17 @@ class BranchSpec(BaseModel):
         if len(given) != 1:
             raise ValueError("branch_from needs exactly one of iterations, minutes or checkpoint"
                              + (f" (got {', '.join(given)})" if given else ""))
-        if self.checkpoint is not None and self.overrides:
-            raise ValueError("branch_from.overrides configure a base the sweep trains; a checkpoint is "
-                             "already trained")
+        if self.checkpoint is not None and (self.overrides or self.cpus is not None or self.seed != 0):
+            raise ValueError("branch_from.overrides, seed and cpus configure a base the sweep trains; a "
+                             "checkpoint is already trained")
+        from yamblab.platform.configio import flatten
+
+        for key in flatten(deep_update({}, self.overrides)):
+            if key in ("runtime.iterations", "runtime.time_budget_minutes", "train.seed", "name") or \
+                    key.split(".")[0] in ("model", "size", "game", "rules", "preset", "columns"):
+                raise ValueError(f"branch_from.overrides.{key}: the base's length is branch_from.iterations "
+                                 "or minutes, its seed branch_from.seed, and its network and game are the arms' "
+                                 "(set them in the base config or `overrides`)")
         return self
 
 
@@ -538,6 +547,11 @@ class SweepConfig(BaseModel):
     def _check(self) -> "SweepConfig":
         if self.judge and self.kind != "grid":
             raise ValueError("judge: a tpe sweep has no arms to judge (judge is for a grid sweep's arms)")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds: each training seed once (got {self.seeds})")
+        if "/" in self.name or "\\" in self.name or self.name.startswith("."):
+            raise ValueError(f"name {self.name!r}: the study's name names files (its journal, its runs' "
+                             "folders): no '/', no '\\', not starting with '.'")
         if self.branch_from is not None and self.kind != "grid":
             raise ValueError("branch_from: a tpe sweep's trials start from scratch (branch_from is for a grid)")
         if self.kind == "grid":
@@ -659,6 +673,32 @@ def _how_to_grade(mode: str) -> str:
     return f"add runtime.eval_modes.{mode}: GAMES to `overrides`"
 
 
+def _override_spec(data: dict, overrides: dict) -> dict:
+    """A spec with dotted-key overrides of its own keys. A key into one of the spec's mappings of
+    run-config keys (``overrides.runtime.iterations``, ``arms.ARM.train.lr``,
+    ``branch_from.overrides.runtime.eval_every``) sets that mapping's dotted key, as the file
+    writes it, so that it replaces the file's value instead of racing it."""
+    out = deep_update(data, {})
+    for key, value in overrides.items():
+        parts = str(key).split(".")
+        n = next((len(h) for h in (["overrides"], ["branch_from", "overrides"], ["arms", None])
+                  if len(parts) > len(h) and all(x is None or x == p for x, p in zip(h, parts))), 0)
+        node = out
+        for p in parts[:n]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):      # a malformed spec: validation names it
+                n = 0
+                break
+        if n == 0:
+            out = deep_update(out, {key: value})
+            continue
+        rest = ".".join(parts[n:])
+        for k in [k for k in node if k == rest or k.startswith(rest + ".") or rest.startswith(k + ".")]:
+            del node[k]           # the file's own spelling of the same run-config key
+        node[rest] = value
+    return out
+
+
 def load_sweep(path: str | Path, storage: str | None = None,
                overrides: dict | None = None) -> tuple[SweepConfig, RunConfig]:
     """Read a sweep spec and its base run config, and check every trial's config up front.
@@ -675,10 +715,15 @@ def load_sweep(path: str | Path, storage: str | None = None,
     path = Path(path)
     data = read_yaml(path)
     if overrides:
-        data = deep_update(data, overrides)
+        data = _override_spec(data, overrides)
     spec = validate(SweepConfig, data, f"{path} (with --set)" if overrides else str(path))
     if storage:
         spec = spec.model_copy(update={"storage": storage})
+    if spec.branch_from is not None and spec.branch_from.checkpoint is not None:
+        ck = Path(spec.branch_from.checkpoint).expanduser()
+        if not ck.is_absolute() and (path.parent / ck).exists():     # like `base`: beside the spec first
+            spec = spec.model_copy(update={"branch_from": spec.branch_from.model_copy(
+                update={"checkpoint": str(path.parent / ck)})})
     base_path = Path(spec.base)
     if not base_path.is_absolute():
         cand = path.parent / base_path

@@ -282,6 +282,9 @@ class TrainingRun:
         self._samples_total = 0
         self._last_checkpoint = time.time()
         self._parent_run_id, self._tags = parent_run_id, dict(tags or {})
+        #: whether the last checkpoint (:meth:`run`'s) keeps the replay buffer (a sweep trial's
+        #: need not: a finished trial is never carried on)
+        self.keep_buffer_at_end = True
         self.branch_iteration: int | None = None
         self._branch_eval_due = False
         learner_state = buffer_state = None
@@ -303,6 +306,10 @@ class TrainingRun:
             if self.evals:
                 self.last_eval = next((h for h in reversed(self.history) if "eval.score_mean" in h), None)
             buffer_state = _torch_to_np(state["buffer"])
+            if buffer_state.get("data") == {} and state.get("buffer_from"):
+                # a branch's first checkpoint: the base's positions, sampled with the branch's generator
+                base = _torch_to_np(load_checkpoint(state["buffer_from"])["buffer"])
+                buffer_state = {**base, "rng": buffer_state.get("rng", base["rng"])}
             if buffer_state.get("data") == {}:
                 buffer_state = None
             if "branch_iteration" in state:
@@ -605,7 +612,7 @@ class TrainingRun:
             if self.iteration > 0 and not any(e["iteration"] == self.iteration for e in self.evals):
                 self._start_evaluation()
             self._poll_evaluations(block=True)
-            self.checkpoint()
+            self.checkpoint(keep_buffer=self.keep_buffer_at_end)
         finally:
             if bar is not None:
                 bar.close()

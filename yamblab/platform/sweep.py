@@ -169,6 +169,7 @@ class TrialRunner:
         """
         from yamblab.platform.runtime import CHECKPOINT
 
+        self.run.keep_buffer_at_end = False
         self.run.run()   # evaluates the last iteration if it was not an evaluation iteration
         out = self.run.finish()
         files = {}
@@ -180,7 +181,6 @@ class TrialRunner:
         out["late_evals"] = self._late_evals()
         learner_state, _ = self.run.backend.state()
         out["network"] = {"model_config": learner_state["model_config"], "ema": learner_state["ema"]}
-        self.run.checkpoint(keep_buffer=False)
         return out
 
 
@@ -745,6 +745,7 @@ class Sweep:
         self.branch_id: str | None = None
         self.base_checkpoint: Path | None = None
         self.base_iteration = 0
+        self._base_state: dict | None = None     # the base checkpoint, loaded once
         if spec.branch_from is not None:
             from yamblab.platform import branch
 
@@ -958,7 +959,7 @@ class Sweep:
     # -- a branched sweep's base
     def base_run_dir(self) -> Path | None:
         """The folder of the base this sweep trains (None for a checkpoint base, or no branch):
-        ``RUN_DIR/bases/NAME-DIGEST``, shared by every sweep with the same base config."""
+        ``RUN_DIR/bases/GAME-DIGEST``, shared by every sweep with the same base config."""
         if self.base_cfg is None:
             return None
         root = Path(self.base_cfg.runtime.run_dir).expanduser().absolute() / "bases"
@@ -968,7 +969,6 @@ class Sweep:
         """Train the base once (or carry on a base a killed driver left half trained), or reuse
         a finished one; sets :attr:`base_checkpoint` and :attr:`base_iteration`."""
         from yamblab.platform.branch import checkpoint_iteration
-        from yamblab.platform.runtime import CHECKPOINT, TrainingRun
 
         b = self.spec.branch_from
         if b.checkpoint is not None:
@@ -977,7 +977,26 @@ class Sweep:
             self._say(f"sweep {self.spec.name}: every trial branches from {self.base_checkpoint} "
                       f"(iteration {self.base_iteration})")
             return self.base_checkpoint
+        from filelock import FileLock, Timeout
+
         run_dir = self.base_run_dir()
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(f"{run_dir}.lock")
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            self._say(f"sweep {self.spec.name}: another sweep is training the same base ({run_dir.name}); waiting for it")
+            lock.acquire()
+        try:
+            return self._train_base(parent, run_dir)
+        finally:
+            lock.release()
+
+    def _train_base(self, parent: str, run_dir: Path) -> Path:
+        """:meth:`_ensure_base`'s work, under the base's lock."""
+        from yamblab.platform.runtime import CHECKPOINT, TrainingRun
+
+        b = self.spec.branch_from
         ckpt, done = run_dir / CHECKPOINT, run_dir / "base-done.json"
         if done.exists() and ckpt.exists():
             self.base_checkpoint = ckpt
@@ -1053,7 +1072,12 @@ class Sweep:
             cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
                 "iterations": self.base_iteration + cfg.runtime.iterations, "time_budget_minutes": None})})
             if not (run_dir / CHECKPOINT).exists():
-                branch_checkpoint(self.base_checkpoint, cfg, run_dir, self.spec.branch_from.evaluate)
+                if self._base_state is None:
+                    from yamblab.model.checkpoint import load_checkpoint
+
+                    self._base_state = load_checkpoint(self.base_checkpoint)
+                branch_checkpoint(self.base_checkpoint, cfg, run_dir, self.spec.branch_from.evaluate,
+                                  state=self._base_state)
             slot.offset = self.base_iteration
             trial.set_user_attr("branch_iteration", self.base_iteration)
             self.tracker.set_tags(run_id, {"yamblab.branched_from": str(self.base_checkpoint),

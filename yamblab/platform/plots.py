@@ -209,7 +209,7 @@ def arm_curves(curves: dict[str, list[dict]], mode: str, loss: str = "regret", b
             ax.set_ylabel(f"{mode} per game ({MODE_UNITS[mode]})")
     axes[-1].legend(loc="best", fontsize=7)
     tail = "" if judged is None else "; solid: arms judged on this mode, dashed: judged on another"
-    fig.suptitle(f"Learning curves, {MODE_WORDS.get(mode, mode)} ({mode}): mean over training seeds, "
+    fig.suptitle(f"Learning curves, {MODE_WORDS.get(mode, mode)} ({mode}):\nmean over training seeds, "
                  f"lower is better{tail}", fontsize=10)
     fig.tight_layout()
     return fig

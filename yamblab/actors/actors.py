@@ -283,10 +283,9 @@ class Evaluator:
         return out
 
     def solver_applies(self) -> bool:
-        """Whether evaluations grade the network on the decision set (``runtime.solver_eval`` on
-        a game with an exact oracle: Yahtzee, or a single Yamb column)."""
-        return bool(self.cfg.runtime.solver_eval) and (
-            self.game.name == "yahtzee" or getattr(self.game, "oracle_column", None) is not None)
+        """Whether evaluations grade the network on the decision set (``runtime.solver_eval``,
+        which the run config allows only on a game with an exact oracle)."""
+        return bool(self.cfg.runtime.solver_eval)
 
     def solver_grade(self, net, out: dict) -> None:
         """Grade ``net``'s policy and value heads on the decision set, into an evaluation's
@@ -307,8 +306,7 @@ class Evaluator:
     def exact_applies(self) -> bool:
         """Whether the evaluated agent is a valuation of Yahtzee's boundary states: full-turn
         search on the boundary head, whose exact score the backward pass gives (no sampling)."""
-        return (self.game.name == "yahtzee" and self.cfg.eval_depth == "full_turn"
-                and self.cfg.model.boundary_head)
+        return bool(self.cfg.exact_evaluated)
 
     def grade(self, agent, games: int | None = None):
         """A :class:`~yamblab.oracle.grading.GradeReport` of ``agent`` on the evaluation games

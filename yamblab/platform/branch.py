@@ -51,8 +51,12 @@ def base_config(spec: SweepConfig, base: RunConfig) -> RunConfig:
 
 
 def config_digest(cfg: RunConfig) -> str:
-    """A short hash of everything in a run config that can change its result (the run folder
-    and the run's name left out)."""
+    """A short hash of everything in a run config that can change its result.
+
+    The run folder and the run's name are left out, so the same arm run from another folder
+    keeps its digest; any other change (the arm's overrides, the sweep's ``overrides``, the
+    base config) gives a new digest, and a resumed sweep runs that arm again.
+    """
     d = cfg.model_dump(mode="json")
     d.pop("name", None)
     d.get("runtime", {}).pop("run_dir", None)
@@ -68,19 +72,19 @@ def file_digest(path: str | Path) -> str:
     return h.hexdigest()[:12]
 
 
-def checkpoint_config(path: str | Path) -> RunConfig:
-    """The run config stored in a training run's checkpoint.
+def load_base(path: str | Path) -> tuple[dict, RunConfig]:
+    """A training run's checkpoint as a branch base: its state (loaded once, for every trial)
+    and the run config stored in it.
 
     Raises:
-        ConfigError: the file does not exist or holds no run config.
-        DamagedFileError: a damaged checkpoint.
+        ConfigError: the file does not exist, is damaged (named), or is not a training run's
+            checkpoint (no run config or learner state: a snapshot).
     """
     import yaml
 
+    from yamblab.errors import DamagedFileError
     from yamblab.model.checkpoint import load_checkpoint
     from yamblab.platform.configio import validate
-
-    from yamblab.errors import DamagedFileError
 
     path = Path(path)
     if not path.is_file():
@@ -93,7 +97,7 @@ def checkpoint_config(path: str | Path) -> RunConfig:
     if "config" not in state or "learner" not in state:
         raise ConfigError(f"branch_from.checkpoint: {path} is not a training run's checkpoint (no run "
                           "config or learner state in it; a snapshot cannot be branched from)")
-    return validate(RunConfig, yaml.safe_load(state["config"]), str(path))
+    return state, validate(RunConfig, yaml.safe_load(state["config"]), str(path))
 
 
 def check_branchable(spec: SweepConfig, base: RunConfig, base_cfg: RunConfig) -> None:
@@ -261,10 +265,3 @@ def branch_record(iteration: int, games_played: int, positions_total: int) -> di
     ``branch_point`` 1 marks it, so that only its evaluation is logged, not a training step."""
     return {"iteration": iteration, "games_played": games_played, "selfplay.positions_total": positions_total,
             "branch_point": 1.0, "seconds": 0.0, "minutes": 0.0}
-
-
-def checkpoint_iteration(path: str | Path) -> int:
-    """The iteration a run's checkpoint stopped at."""
-    from yamblab.model.checkpoint import load_checkpoint
-
-    return int(load_checkpoint(path)["iteration"])

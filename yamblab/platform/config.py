@@ -344,6 +344,13 @@ class RunConfig(BaseModel):
         d = self.runtime.eval_depth
         return self.search.depth if d == "search" else d
 
+    @property
+    def exact_evaluated(self) -> bool:
+        """Whether evaluations give the exact full-turn regret (:data:`EXACT_MODE`): the
+        evaluated agent is full-turn search on Yahtzee's boundary head, a valuation of boundary
+        states whose exact score the backward pass gives (no sampling)."""
+        return self.game == "yahtzee" and self.eval_depth == "full_turn" and self.model.boundary_head
+
     def to_yaml(self) -> str:
         """The whole config as YAML (what is logged with the run)."""
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
@@ -651,16 +658,10 @@ class SweepConfig(BaseModel):
 
 def solver_graded(cfg: RunConfig) -> list[str]:
     """The solver-graded losses and exact figures a run's evaluations give beside its played
-    modes: :data:`SOLVER_MODES` with ``runtime.solver_eval`` on a game with an exact oracle
-    (Yahtzee, a single Yamb column), and :data:`EXACT_MODE` for full-turn search on Yahtzee's
-    boundary head."""
-    out: list[str] = []
-    has_oracle = cfg.game == "yahtzee" or cfg.game_obj.oracle_column is not None
-    if cfg.runtime.solver_eval and has_oracle:
-        out += list(SOLVER_MODES)
-    if cfg.game == "yahtzee" and cfg.eval_depth == "full_turn" and cfg.model.boundary_head:
-        out.append(EXACT_MODE)
-    return out
+    modes: :data:`SOLVER_MODES` with ``runtime.solver_eval`` (which validation allows only on a
+    game with an exact oracle: Yahtzee, a single Yamb column), and :data:`EXACT_MODE` where
+    :attr:`RunConfig.exact_evaluated`."""
+    return [*(SOLVER_MODES if cfg.runtime.solver_eval else ()), *((EXACT_MODE,) if cfg.exact_evaluated else ())]
 
 
 def _how_to_grade(mode: str) -> str:

@@ -207,12 +207,18 @@ class RayBackend:
 
         return ray.get([self.learner.state_dict.remote(), self.buffer.state_dict.remote()])
 
+    def ema_state(self) -> dict:
+        """The EMA (playing) network's state_dict as last published by the learner (without
+        fetching the replay buffer, as :meth:`state` does)."""
+        from yamblab.actors.actors import weights_state
+
+        return weights_state(self.weights()[1])
+
     def network(self):
         from yamblab.model.network import YambNet
 
-        learner_state, _ = self.state()
         net = YambNet(self.cfg.model)
-        net.load_state_dict(learner_state["ema"], strict=True)
+        net.load_state_dict(self.ema_state(), strict=True)
         return net.eval()
 
     def oracle_table(self):

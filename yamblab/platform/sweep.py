@@ -179,8 +179,7 @@ class TrialRunner:
                 files[p.name] = p.read_bytes()
         out["files"] = files
         out["late_evals"] = self._late_evals()
-        learner_state, _ = self.run.backend.state()
-        out["network"] = {"model_config": learner_state["model_config"], "ema": learner_state["ema"]}
+        out["network"] = {"model_config": self.run.cfg.model.model_dump(), "ema": self.run.backend.ema_state()}
         return out
 
 
@@ -751,7 +750,7 @@ class Sweep:
 
             b = spec.branch_from
             if b.checkpoint is not None:
-                stored = branch.checkpoint_config(b.checkpoint)
+                self._base_state, stored = branch.load_base(b.checkpoint)
                 branch.check_branchable(spec, base, stored)
                 self.branch_id = branch.file_digest(b.checkpoint)
             else:
@@ -968,12 +967,10 @@ class Sweep:
     def _ensure_base(self, parent: str) -> Path:
         """Train the base once (or carry on a base a killed driver left half trained), or reuse
         a finished one; sets :attr:`base_checkpoint` and :attr:`base_iteration`."""
-        from yamblab.platform.branch import checkpoint_iteration
-
         b = self.spec.branch_from
         if b.checkpoint is not None:
             self.base_checkpoint = Path(b.checkpoint).expanduser().absolute()
-            self.base_iteration = checkpoint_iteration(self.base_checkpoint)
+            self.base_iteration = int(self._base_state["iteration"])
             self._say(f"sweep {self.spec.name}: every trial branches from {self.base_checkpoint} "
                       f"(iteration {self.base_iteration})")
             return self.base_checkpoint

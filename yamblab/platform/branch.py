@@ -214,7 +214,7 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
         DamagedFileError: a damaged base checkpoint; ConfigError: a network that cannot branch.
     """
     from yamblab.model.checkpoint import load_checkpoint, save_checkpoint
-    from yamblab.platform.runtime import CHECKPOINT
+    from yamblab.platform.runtime import CHECKPOINT, branch_record
 
     state = state if state is not None else load_checkpoint(base_checkpoint)
     learner = adapt_learner_state(state["learner"], cfg.model, seed=cfg.train.seed)
@@ -259,9 +259,3 @@ def _same_evaluation(base_yaml: str | None, cfg: RunConfig) -> bool:
             and all(theirs.get("runtime", {}).get(k) == mine["runtime"][k] for k in keys)
             and all(theirs.get(k) == mine[k] for k in ("game", "rules", "preset", "columns")))
 
-
-def branch_record(iteration: int, games_played: int, positions_total: int) -> dict:
-    """The history entry of a branch point (its evaluation's ``eval.*`` metrics join it):
-    ``branch_point`` 1 marks it, so that only its evaluation is logged, not a training step."""
-    return {"iteration": iteration, "games_played": games_played, "selfplay.positions_total": positions_total,
-            "branch_point": 1.0, "seconds": 0.0, "minutes": 0.0}

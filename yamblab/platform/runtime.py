@@ -63,6 +63,13 @@ def _torch_to_np(obj):
     return obj
 
 
+def branch_record(iteration: int, games_played: int, positions_total: int) -> dict:
+    """The history entry of a branch point (its evaluation's ``eval.*`` metrics join it):
+    ``branch_point`` 1 marks it, so that only its evaluation is logged, not a training step."""
+    return {"iteration": iteration, "games_played": games_played, "selfplay.positions_total": positions_total,
+            "branch_point": 1.0, "seconds": 0.0, "minutes": 0.0}
+
+
 def machine_description() -> str:
     """The machine in a few words (CPUs, their model, a GPU), for plots and run tags."""
     import os
@@ -457,8 +464,6 @@ class TrainingRun:
         Returns:
             the evaluation's metrics.
         """
-        from yamblab.platform.branch import branch_record
-
         self._branch_eval_due = False
         record = branch_record(self.iteration, self.games_played, self._positions_total)
         self.history.append(record)

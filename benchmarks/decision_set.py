@@ -2,8 +2,8 @@
 figures; not a test).
 
 Builds (or loads from the cache) the decision set of a Yahtzee variant (positions of the oracle's
-optimal play with the oracle's value of every legal action, :mod:`yamblab.oracle.decision_set`),
-prints its positions and build time, then times :func:`~yamblab.oracle.decision_set.solver_losses`
+optimal play with the oracle's value of every legal action, :mod:`yamblab.search.decision_set`),
+prints its positions and build time, then times :func:`~yamblab.search.decision_set.solver_losses`
 of the tiny network on ``--threads`` torch threads (median of ``--repeats`` runs), with positions
 per second and the time scaled to 20,000 positions. As a baseline measured in the same run it times
 grading the same network's policy head by playing ``--grade-games`` games against the oracle
@@ -24,7 +24,7 @@ import torch
 from yamblab.agents.search_agent import network_agent
 from yamblab.games.protocol import make_game
 from yamblab.model.network import build_model
-from yamblab.oracle.decision_set import DECISION_SEED, decision_set, solver_losses
+from yamblab.search.decision_set import DECISION_SEED, decision_set, solver_losses
 from yamblab.oracle.grading import grade
 from yamblab.oracle.table import OracleTable
 

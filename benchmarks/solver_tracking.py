@@ -40,7 +40,7 @@ def main() -> None:
     from scipy import stats
 
     from yamblab.model.checkpoint import load_checkpoint, load_network
-    from yamblab.oracle.decision_set import decision_set, solver_losses
+    from yamblab.search.decision_set import decision_set, solver_losses
     from yamblab.oracle.grading import mean_ci
     from yamblab.platform.config import RunConfig
     from yamblab.platform.configio import validate

@@ -208,7 +208,7 @@ def test_branched_sweep_starts_every_arm_from_the_base_and_reuses_it(ray_cluster
 
 def test_the_judgeable_solver_losses_are_the_decision_sets_per_game_losses():
     from yamblab.actors.actors import EXACT_MODE as EVALUATOR_EXACT
-    from yamblab.oracle.decision_set import DecisionSet, solver_losses
+    from yamblab.search.decision_set import DecisionSet, solver_losses
     from yamblab.platform.config import EXACT_MODE, SOLVER_MODES
 
     assert EVALUATOR_EXACT == EXACT_MODE
@@ -219,7 +219,7 @@ def test_the_judgeable_solver_losses_are_the_decision_sets_per_game_losses():
             return legal / legal.sum(axis=1, keepdims=True), np.zeros(len(legal))
 
     from yamblab.games.protocol import make_game
-    from yamblab.oracle.decision_set import decision_set
+    from yamblab.search.decision_set import decision_set
 
     dset = decision_set(make_game("yahtzee"), games=3, cache=False)
     assert isinstance(dset, DecisionSet)

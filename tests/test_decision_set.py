@@ -9,8 +9,8 @@ import pytest
 from yamblab.agents.base import make_agent
 from yamblab.errors import ConfigError, YamblabError
 from yamblab.games.protocol import make_game
-from yamblab.oracle import decision_set as ds
-from yamblab.oracle.decision_set import DECISION_KINDS, DecisionSet, decision_set, solver_losses
+from yamblab.search import decision_set as ds
+from yamblab.search.decision_set import DECISION_KINDS, DecisionSet, decision_set, solver_losses
 
 GAMES = 20
 

@@ -289,11 +289,11 @@ class Evaluator:
 
     def solver_grade(self, net, out: dict) -> None:
         """Grade ``net``'s policy and value heads on the decision set, into an evaluation's
-        payload ``out``: every metric of :func:`~yamblab.oracle.decision_set.solver_losses` as
+        payload ``out``: every metric of :func:`~yamblab.search.decision_set.solver_losses` as
         ``eval.solver.*``, and each per-game loss as a mode of its own (``out["modes"][NAME]``
         with ``eval.NAME.regret_mean`` and its 95% interval over the set's games), so that a
         sweep pairs arms on it game by game."""
-        from yamblab.oracle.decision_set import decision_set, solver_losses
+        from yamblab.search.decision_set import decision_set, solver_losses
 
         if self._decisions is None:
             self._decisions = decision_set(self.game, games=self.cfg.runtime.solver_games)

@@ -99,7 +99,7 @@ class RuntimeConfig(BaseModel):
             (one-step search on a CPU) can be graded afterwards at the same iterations
             (``benchmarks/mode_curve.py``). Off by default (a few MB each).
         solver_eval: also grade the policy and value heads at every evaluation on the fixed
-            decision set of the game (:mod:`yamblab.oracle.decision_set`: the positions the
+            decision set of the game (:mod:`yamblab.search.decision_set`: the positions the
             oracle's own play visits on ``solver_games`` games, each with the oracle's exact value
             of every legal action): no games are played, so the figures carry no dice noise.
             Logged as ``eval.solver.KIND.*`` (first_keep, second_keep, box, all: expected and

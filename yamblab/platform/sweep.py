@@ -1328,7 +1328,7 @@ class Sweep:
                   f"(seed {rt.eval_seed}, runtime.eval_seed) for every arm, the first games of them in each "
                   f"decision mode (games: {games}).")
         if rt.solver_eval:
-            from yamblab.oracle.decision_set import DECISION_SEED
+            from yamblab.search.decision_set import DECISION_SEED
 
             table += (f"\nSolver-graded losses: the decision set of {rt.solver_games} games of the oracle's own play "
                       f"(dice seed {DECISION_SEED}), every arm graded on the same positions.")

@@ -152,9 +152,16 @@ def _oracle_search(game):
         ConfigError: a Yamb card with no exact oracle.
     """
     _check_oracle(game)
-    from yamblab.agents.search_agent import _search
+    from yamblab.search.expectimax import make_search
 
-    return _search(game).search
+    if game.name == "yamb":
+        from yamblab.oracle.yamb_oracles import column_oracle
+        from yamblab.search.valuation import YambColumnOracleValuation
+
+        return make_search("full_turn", game, YambColumnOracleValuation(column_oracle(game.rules)))
+    from yamblab.oracle.table import OracleTable
+
+    return make_search("full_turn", game, OracleTable.get(game.rules).values)
 
 
 def _rolls_left(game, batch) -> np.ndarray:
@@ -284,7 +291,7 @@ def decision_set(game, games: int = 600, seed: int = DECISION_SEED, cache: bool 
     (two or more: ``first_keep``; a turn with more rolls puts all its early keeps there).
 
     Args:
-        game: a :class:`~yamblab.games.protocol.Game` (or a rules object).
+        game: a :class:`~yamblab.games.protocol.Game` (``make_game``).
         games: number of games (game numbers 0 .. games-1 of dice seed ``seed``).
         seed: the dice seed.
         cache: True: load from / save to :func:`yamblab.oracle.table.cache_dir`; a folder (str
@@ -301,11 +308,8 @@ def decision_set(game, games: int = 600, seed: int = DECISION_SEED, cache: bool 
         DamagedFileError (a :class:`~yamblab.errors.YamblabError`): a cache file that is
             unreadable or fails its checksum (never rebuilt over: delete it).
     """
-    from yamblab.agents.base import as_game
-
     if int(games) < 1:
         raise ValueError(f"number of games must be at least 1, got {games}")
-    game = as_game(game)
     _check_oracle(game)
     if cache is False:
         return build_decision_set(game, games, seed, progress)

@@ -134,3 +134,40 @@ def test_evaluation_modes_on_the_same_dice(ray_cluster, tmp_path):
         np.testing.assert_allclose(again.regrets, run.evals[-1]["per_game_regret"], atol=1e-5)
     finally:
         run.shutdown()
+
+
+@pytest.mark.parametrize("name", ["yahtzee-tiny", "yamb-tiny"])
+def test_in_process_roles_give_the_numbers_of_ray_actors(ray_cluster, tmp_path, name, one_torch_thread):
+    """``runtime.actors: in_process`` (the roles as plain objects in the driver, one after
+    another) trains and evaluates to the same numbers as the Ray actors of the serial loop, on
+    one CPU each: the same losses, self-play scores and evaluation, digit for digit."""
+    from yamblab.platform.config import load_run_config
+    from yamblab.platform.runtime import InProcessBackend, RayBackend, TrainingRun
+
+    histories = {}
+    for actors in ("in_process", "ray"):
+        cfg = load_run_config(ROOT / "configs" / f"{name}.yaml", {
+            "runtime.run_dir": str(tmp_path / actors), "runtime.iterations": 2, "runtime.max_policy_lag": 0,
+            "runtime.eval_every": 2, "runtime.actors": actors})
+        run = TrainingRun(cfg, tmp_path / actors / "run", progress=False, cpus=1)
+        try:
+            assert type(run.backend) is (InProcessBackend if actors == "in_process" else RayBackend)
+            histories[actors] = run.run()
+            run.finish()
+        finally:
+            run.shutdown()
+    keys = ["train.total", "selfplay.score_mean", "selfplay.positions", "eval.score_mean"]
+    got = [[h.get(k) for k in keys] for h in histories["in_process"]]
+    assert got == [[h.get(k) for k in keys] for h in histories["ray"]]
+    assert got[-1][-1] is not None and np.isfinite(got[-1][-1])
+
+
+def test_in_process_roles_refuse_a_policy_lag():
+    """The roles in one process take turns: a config that asks them to overlap is refused by name."""
+    from yamblab.errors import ConfigError
+    from yamblab.platform.config import load_run_config
+
+    for bad, word in [({"runtime.max_policy_lag": 1}, "max_policy_lag"), ({"runtime.max_policy_lag": 0,
+                                                                            "runtime.workers": 2}, "workers")]:
+        with pytest.raises(ConfigError, match=word):
+            load_run_config(ROOT / "configs" / "yahtzee-tiny.yaml", {"runtime.actors": "in_process", **bad})

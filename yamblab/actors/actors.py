@@ -186,14 +186,18 @@ class LearnerActor:
         returns metrics (``seconds``: the time this actor was busy)."""
         return self.learner.train_iteration(samples_from_dict(samples), lr=lr)
 
-    def weights(self) -> tuple[int, list]:
-        """``(version, [ObjectRef of the EMA state_dict])``, put in the object store once per version."""
-        import ray
-
+    def weights(self, store: bool = True) -> tuple[int, list]:
+        """``(version, [ObjectRef of the EMA state_dict])``, put in the object store once per
+        version; with ``store`` False (a run whose roles share one process), ``(version,
+        [state_dict])`` on the CPU, no object store in between."""
         version, state = self.learner.get_weights()
         if self._published is None or self._published[0] != version:
             cpu = {k: v.detach().to("cpu") for k, v in state.items()}
-            self._published = (version, [ray.put(cpu)])
+            if store:
+                import ray
+
+                cpu = ray.put(cpu)
+            self._published = (version, [cpu])
         return self._published
 
     def state_dict(self) -> dict:
@@ -228,7 +232,8 @@ class Evaluator:
 
     Args:
         config: the run config (a validated ``RunConfig``, passed whole).
-        oracle_service: the :class:`OracleService` actor (Yahtzee), or None.
+        oracle_service: the :class:`OracleService` actor (Yahtzee), the object itself (a run
+            whose roles share one process), or None.
     """
 
     def __init__(self, config, oracle_service=None):
@@ -327,20 +332,24 @@ class Evaluator:
                                                     "baseline_scores": self._baseline[1][:n_games],
                                                     "yardsticks": {"greedy": self._greedy[:n_games]}}
             return grade_yamb(agent, self.game, games=n_games, seed=rt.eval_seed, **kw)
-        import ray
-
         from yamblab.oracle.grading import decision_kinds, grade
 
         service = self.service
+        if isinstance(service, OracleService):    # the run's roles share one process
+            grade_fn = service.grade
+        else:
+            import ray
+
+            def grade_fn(*args):
+                return ray.get(service.grade.remote(*args))
 
         def regret_fn(batch, actions):
             live = batch.turn < 13
             idx = np.flatnonzero(live)
             regret = np.zeros(batch.n)
             if idx.size:
-                regret[idx] = ray.get(service.grade.remote(
-                    batch.boundary_states()[idx], batch.roll_indices()[idx], batch.rolls_left[idx],
-                    batch.hold_keeps()[idx], np.asarray(actions)[idx]))
+                regret[idx] = grade_fn(batch.boundary_states()[idx], batch.roll_indices()[idx],
+                                       batch.rolls_left[idx], batch.hold_keeps()[idx], np.asarray(actions)[idx])
             return regret, decision_kinds(actions, batch.rolls_left, live)
 
         return grade(agent, self.game.rules, games=n_games, seed=rt.eval_seed,

@@ -111,6 +111,13 @@ class RuntimeConfig(BaseModel):
             22,000 Yahtzee positions).
         time_budget_minutes: stop after the iteration that crosses this wall time.
         run_dir: folder for checkpoints and run state.
+        actors: where the run's roles (self-play worker, replay buffer, learner, evaluator,
+            oracle service) live: ``"ray"`` (default), each a Ray actor of its own, so that
+            self-play, learning and evaluation overlap on several CPUs; ``"in_process"``, plain
+            objects in the driver's process, one after another (the serial loop only:
+            ``max_policy_lag: 0``, one worker). A one-CPU sweep trial gains nothing from
+            actors, and in process it saves starting five Python processes (about 8 s on a
+            2-core machine: ``benchmarks/trial_backend.py``). Both give the same numbers.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -136,6 +143,18 @@ class RuntimeConfig(BaseModel):
     solver_games: int = Field(600, ge=1, le=1_000_000)
     time_budget_minutes: float | None = Field(None, gt=0.0)
     run_dir: str = "runs"
+    actors: Literal["ray", "in_process"] = "ray"
+
+    @model_validator(mode="after")
+    def _check_actors(self) -> "RuntimeConfig":
+        if self.actors == "in_process":
+            if self.max_policy_lag != 0:
+                raise ValueError("runtime.actors: 'in_process' runs the serial loop only; set "
+                                 "runtime.max_policy_lag: 0 (or use actors: ray)")
+            if self.workers not in ("auto", 1):
+                raise ValueError("runtime.actors: 'in_process' has one self-play worker; set "
+                                 "runtime.workers: 1 (or use actors: ray)")
+        return self
 
 
 class Resources(BaseModel):

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from yamblab.errors import ConfigError, YamblabError
-from yamblab.platform.config import RunConfig, resolve_resources
+from yamblab.platform.config import Resources, RunConfig, resolve_resources
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +248,124 @@ class RayBackend:
             if a is not None:
                 ray.kill(a)
 
+    # -- the references the calls above return
+    @staticmethod
+    def get(ref):
+        """The value of a call's reference (waits for it)."""
+        import ray
+
+        return ray.get(ref)
+
+    @staticmethod
+    def ready(ref) -> bool:
+        """Whether a call's reference has its value (without waiting)."""
+        import ray
+
+        ready, _ = ray.wait([ref], timeout=0)
+        return bool(ready)
+
+
+class _Done:
+    """A finished call's value, where :class:`RayBackend` would return an ObjectRef."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class InProcessBackend(RayBackend):
+    """The roles of a run as plain objects in the driver's process (``runtime.actors:
+    in_process``): one self-play worker, the replay buffer, the learner, the evaluator and
+    (Yahtzee) the oracle service, called one after another, so the serial loop
+    (``max_policy_lag: 0``) gives the numbers :class:`RayBackend` gives, without starting a
+    process per role. Same interface; every call has finished when it returns.
+
+    Args:
+        cfg, learner_state, buffer_state: as for :class:`RayBackend`.
+        cpus: the CPUs the run may use (torch's threads in this process); default: the
+            machine's.
+
+    Raises:
+        ConfigError: the roles declare more CPUs than ``cpus``.
+    """
+
+    def __init__(self, cfg: RunConfig, learner_state: dict | None = None, buffer_state: dict | None = None,
+                 cpus: float | None = None):
+        import os
+
+        import torch
+
+        from yamblab.actors.actors import Evaluator, LearnerActor, OracleService, ReplayBufferActor, SelfPlayWorker
+
+        have = float(cpus) if cpus is not None else float(os.cpu_count() or 1)
+        try:
+            res = resolve_resources(cfg.runtime.model_copy(update={"workers": 1}), have,
+                                    gpu=torch.cuda.is_available())
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (the run offers {have:g} CPUs)") from None
+        self.resources = res
+        cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
+            "workers": 1, "worker_cpus": res.worker_cpus, "learner_cpus": res.learner_cpus,
+            "eval_cpus": res.eval_cpus, "learner_threads": res.learner_threads})})
+        self.cfg = cfg
+        game = cfg.game_obj
+        self.oracle = OracleService(cfg.rules) if game.name == "yahtzee" else None
+        self.workers = [SelfPlayWorker(cfg, 0)]
+        self.buffer = ReplayBufferActor(cfg.runtime.replay_positions, cfg.train.seed, buffer_state)
+        self.learner = LearnerActor(cfg, learner_state)
+        self.evaluator = Evaluator(cfg, self.oracle)
+        torch.set_num_threads(Resources.threads(have))   # the roles take turns on the run's CPUs
+        self.restarts = 0
+        self.n_workers = 1
+        self._table = None
+        self._next_worker = 0
+
+    def weights(self):
+        return self.learner.weights(store=False)
+
+    def _start(self, i: int, job: dict, version, weights) -> dict:
+        samples, stats = self.workers[i].play(version, weights, job["n"], job["seed"], job["first_game"], job["n_bot"])
+        return {"worker": i, "job": job, "samples": _Done(samples), "stats": _Done(stats), "version": version,
+                "weights": weights}
+
+    def collect(self, batch: list[dict]) -> list[dict]:
+        for e in batch:
+            self.buffer.add(e["samples"].value)
+        return [e["stats"].value for e in batch]
+
+    def start_training(self, new_positions: int, lr: float | None = None):
+        steps = self.cfg.train.steps_for(new_positions)
+        if steps <= 0:
+            return None
+        return _Done(self.learner.train(self.buffer.sample(steps * self.cfg.train.batch_size), lr))
+
+    def buffer_size(self) -> int:
+        return self.buffer.size()
+
+    def start_evaluation(self, version, weights):
+        return _Done(self.evaluator.evaluate(version, weights))
+
+    def state(self) -> tuple[dict, dict]:
+        return self.learner.state_dict(), self.buffer.state_dict()
+
+    def oracle_table(self):
+        return None if self.oracle is None else self.oracle.table
+
+    def weight_loads(self) -> list[int]:
+        return [w.weight_loads() for w in self.workers]
+
+    def shutdown(self) -> None:
+        self.workers, self.buffer, self.learner, self.evaluator, self.oracle = [], None, None, None, None
+
+    @staticmethod
+    def get(ref):
+        return ref.value
+
+    @staticmethod
+    def ready(ref) -> bool:
+        return True
+
 
 # --------------------------------------------------------------------------- the run
 class TrainingRun:
@@ -329,7 +447,8 @@ class TrainingRun:
                 self.branch_iteration = int(state["branch_iteration"])
                 self._branch_eval_due = bool(state.get("branch_eval_due")) and not self.evals
         (self.run_dir / "config.yaml").write_text(cfg.to_yaml())
-        self.backend = RayBackend(cfg, learner_state, buffer_state, cpus=cpus)
+        backend = InProcessBackend if cfg.runtime.actors == "in_process" else RayBackend
+        self.backend = backend(cfg, learner_state, buffer_state, cpus=cpus)
         if tracker is not None:
             self._start_tracking()
 
@@ -391,8 +510,6 @@ class TrainingRun:
         loop goes on and are recorded when they finish (``eval.*`` metrics at the iteration
         whose weights they graded).
         """
-        import ray
-
         if self._branch_eval_due:
             self.evaluate_branch_point()
         cfg, rt = self.cfg, self.cfg.runtime
@@ -414,7 +531,7 @@ class TrainingRun:
         self.iteration += 1
         t_train = time.perf_counter()
         ref = self.backend.start_training(positions, cfg.train.lr_at(self.progress_fraction()))
-        train = {} if ref is None else ray.get(ref)
+        train = {} if ref is None else self.backend.get(ref)
         t_train = time.perf_counter() - t_train
         self.games_played += n
         metrics = {f"train.{k}": v for k, v in train.items()}
@@ -501,16 +618,12 @@ class TrainingRun:
 
     def _poll_evaluations(self, block: bool) -> list[dict]:
         """Record the evaluations that finished (all of them with ``block``); returns them."""
-        import ray
-
         done = []
         while self._pending_eval:
             head = self._pending_eval[0]
-            if not block:
-                ready, _ = ray.wait([head["ref"]], timeout=0)
-                if not ready:
-                    break
-            ev = ray.get(head["ref"])
+            if not block and not self.backend.ready(head["ref"]):
+                break
+            ev = self.backend.get(head["ref"])
             self._pending_eval.pop(0)
             behind = {"eval.iteration": head["iteration"], "eval.minutes": head["minutes"],
                       "eval.selfplay_positions": head["positions"], "eval.optimiser_steps": head["steps"],

@@ -1,6 +1,6 @@
 """Benchmark: one exact policy evaluation of a turn-perfect agent (prints figures; not a test).
 
-The exact score of a valuation (seed 003's method: the backward pass run with the agent's own
+The exact score of a valuation (the Best Values post's method: the backward pass run with the agent's own
 choices and the true rewards) is the inner loop of ``yamblab valuation tune``. This prints the
 median wall time of one evaluation of the tuned-ramp rule's table under the official rules,
 with all cores and with one thread, beside the oracle's own table build timed in the same run

@@ -54,7 +54,7 @@ def main() -> None:
     p.add_argument("--game", default="yahtzee", choices=["yahtzee", "yamb"])
     p.add_argument("--yamb-preset", default="croatian", help="Yamb's rule preset (with --game yamb)")
     p.add_argument("--depth", default="full_turn", choices=["full_turn", "one_step"],
-                   help="self-play's search (configs/yamb-gpu.yaml: one_step, seed 000's own)")
+                   help="self-play's search (configs/yamb-gpu.yaml: one_step, YoloYamb's own)")
     args = p.parse_args()
     game = make_game("yamb", preset=args.yamb_preset) if args.game == "yamb" else make_game("yahtzee")
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,10 +1,10 @@
-"""The target-score table (seed 002): build time and memory, and P(final >= T) checked by simulation.
+"""The target-score table (timpalpant/yahtzee): build time and memory, P(final >= T) checked by simulation.
 
 Prints: the build time of the table (official rules, targets up to ``--max-points`` points), its
 size and the process's peak memory; the table's P(final >= T) for a new game under play that
 maximises it; the share of seeded games reaching T under that play (a simulation of the policy,
 with a 95% Clopper-Pearson interval from scipy) and under expected-score play (the oracle agent;
-seed 002 and the issue quote about 14.4% for T = 300).
+timpalpant/yahtzee and the issue quote about 14.4% for T = 300).
 
     python benchmarks/target_score.py                   # T = 300, 20,000 + 100,000 games
     python benchmarks/target_score.py --games 5000      # quicker

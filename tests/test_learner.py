@@ -248,7 +248,7 @@ def test_probes(official_table):
 
 
 def test_one_step_and_policy_only_self_play():
-    """Seed 000's one-step search and the policy alone also drive self-play legally."""
+    """YoloYamb's one-step search and the policy alone also drive self-play legally."""
     for depth in ("one_step", "none"):
         sp = SelfPlay(TINY, TrainConfig(), SearchConfig(depth=depth), OFFICIAL)
         s, stats = sp.play_games(1, seed=2)

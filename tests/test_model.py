@@ -69,11 +69,11 @@ def test_shapes_for_every_preset(preset):
         assert ((out.value >= 0) & (out.value <= net.cfg.value_max)).all()
 
 
-def test_seed_preset_matches_seed_000_size():
+def test_seed_preset_matches_yoloyamb_size():
     cfg = ModelConfig.preset("seed")
     assert (cfg.d_model, cfg.n_heads, cfg.n_shared, cfg.n_policy, cfg.n_value, cfg.ffn_hidden) == (192, 4, 3, 3, 3, 512)
     n = build_model(cfg).n_parameters()
-    assert 4.0e6 < n < 5.5e6          # seed 000: 4.7M at iteration 1000
+    assert 4.0e6 < n < 5.5e6          # the YoloYamb post: 4.7M at iteration 1000
 
 
 def test_illegal_actions_get_zero_probability_and_are_never_chosen():

@@ -90,7 +90,7 @@ def test_greedy_forward_agrees_with_backward_pass():
     # regrets telescope to the shortfall from optimal play
     assert occ.regret == pytest.approx(table.new_game_value - exact, abs=1e-9)
     assert sum(occ.regret_by_box.values()) == pytest.approx(occ.regret_by_decision["box"], abs=1e-9)
-    assert 0.02 < occ.upper_bonus_rate < 0.04          # seed 003: greedy's bonus rate 3.1%
+    assert 0.02 < occ.upper_bonus_rate < 0.04          # Best Values post: greedy's bonus rate 3.1%
 
 
 @pytest.mark.slow

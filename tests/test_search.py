@@ -149,7 +149,7 @@ def test_policy_target_formulas():
     # a uniform prior makes the KL target the plain one
     uni = legal / legal.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(policy_targets(q, uni, T, kl=True), plain, rtol=1e-4, atol=1e-7)
-    # the KL target keeps a confident prior against a small noisy Q gap (seed 000's example)
+    # the KL target keeps a confident prior against a small noisy Q gap (the YoloYamb post's example)
     q2 = np.full((1, 208), -np.inf)
     q2[0, [3, 4]] = [100.0, 110.0]
     p2 = np.zeros((1, 208))

@@ -18,7 +18,7 @@ S = 80
 
 
 def _reference(rules: YahtzeeRules, S: int):
-    """P(at least s more points), s = 0..S, by the plain recursion of seed 002 on the rules module."""
+    """P(at least s more points), s = 0..S, by timpalpant/yahtzee's plain recursion on the rules module."""
     hists = [tuple(int(c) for c in r) for r in ROLLS]
 
     @lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""Rules of thumb (seed 003): formulas against their definition, exact scores, breakdown, CLI."""
+"""Rules of thumb (the Best Values post): formulas against their definition, exact scores, breakdown, CLI."""
 
 import json
 
@@ -79,8 +79,8 @@ def test_fit_recovers_a_formula_exactly():
 
 
 @pytest.mark.slow
-def test_seed_003_hand_built_rules():
-    # seed 003's figures, to the digits it prints (means rounded to two decimals, see named_rule)
+def test_best_values_hand_built_rules():
+    # the Best Values post's figures, to the digits it prints (means rounded to two decimals, named_rule)
     assert round(expected_score(named_rule("zero").table()), 2) == 217.38
     assert round(expected_score(named_rule("average").table()), 2) == 235.00
     assert round(expected_score(named_rule("average-step").table()), 2) == 232.32
@@ -164,16 +164,16 @@ def test_cli_evaluates_a_rule_file_with_breakdown(tmp_path):
     assert sum(out["regret_by_decision"].values()) == pytest.approx(out["exact_regret"], abs=1e-8)
 
 
-# ---- tuning: seed 003's target, the richer formula, the samplers, MLflow -------------------
+# ---- tuning: the Best Values post's target, the richer formula, the samplers, MLflow ------
 
 @pytest.mark.slow
-def test_tuned_rules_pass_seed_003():
+def test_tuned_rules_pass_best_values():
     from yamblab.oracle.occupancy import forward_occupancy
 
     ramp = named_rule("tuned-ramp")
     assert ramp.n_params == 17
     s_ramp = expected_score(ramp.table())
-    assert s_ramp >= 251.82                          # seed 003's tuned ramp: 251.82
+    assert s_ramp >= 251.82                          # the post's tuned ramp: 251.82
     assert round(s_ramp, 4) == 251.8267
     staged = named_rule("staged-ramp")
     assert staged.n_params == 47 and staged.bins == 3

@@ -3,7 +3,7 @@
 The file is created with the mode of any file the user writes (0666 less the umask), so a
 cache folder shared by a team can be read by all of it.
 
-A reader sees either the old file or the whole new one, never a half-written file (seed 000
+A reader sees either the old file or the whole new one, never a half-written file (YoloYamb
 lost 40 GPU hours to a checkpoint interrupted mid-save).
 """
 

@@ -1,6 +1,6 @@
 """Baseline Yahtzee agents: random, greedy, oracle, and turn-perfect play for any valuation.
 
-A **turn-perfect agent** (seed 003) plays each turn exactly: every keep and every box
+A **turn-perfect agent** (the Best Values post) plays each turn exactly: every keep and every box
 maximises the points scored this turn plus a *valuation* of the boundary state it leaves.
 With the oracle table as valuation it is optimal; with the zero valuation it is greedy.
 Ties go to the first box in card order and to the keep with the lowest keep index, the same
@@ -43,7 +43,7 @@ def turn_perfect_actions(box, hold, keeps, batch) -> np.ndarray:
 
 
 class TurnPerfectAgent(Agent):
-    """Plays every turn exactly against a valuation table (seed 003).
+    """Plays every turn exactly against a valuation table (the Best Values post).
 
     Args:
         valuation: float64 (4096, 3, 64): points still to come per boundary state.

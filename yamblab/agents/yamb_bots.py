@@ -2,8 +2,8 @@
 
 The greedy and heuristic agents are **turn planners**: each turn they solve the turn exactly
 (every reroll, every box, and whether to announce) against a *box valuation* — a number of
-points for scoring ``s`` in box (column, row) now — with the within-turn recurrences of seed 001
-over histograms. They differ only in the valuation:
+points for scoring ``s`` in box (column, row) now — with the within-turn recurrences of the
+"How The AI Works" page over histograms. They differ only in the valuation:
 
 ``greedy``     the points the box adds to the card total now (bonus and middle term included
                when they are completed by this box): turn-perfect play against a zero valuation

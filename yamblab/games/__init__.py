@@ -1,0 +1,2 @@
+"""The games: the batched game protocol, the shared network encoding, the dice tables, and
+Yahtzee and Yamb (:mod:`.yahtzee`, :mod:`.yamb`)."""

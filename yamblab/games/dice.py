@@ -8,8 +8,9 @@ the five-dice keeps (indices ``KEEP_OFFSET[5]`` … 461) are exactly the rolls i
 The physical dice keep their positions (for the policy head's hold votes): a **hold mask**
 is a 5-bit integer whose bit ``i`` says that die ``i`` is held.
 
-Source: the histogram representation and the counts 252 / 462 follow seeds 001 and 002;
-``P(roll | keep)`` is the multinomial probability of the rerolled dice (seed 001).
+Source: the histogram representation and the counts 252 / 462 follow the
+"How The AI Works" page and timpalpant/yahtzee; ``P(roll | keep)`` is the multinomial probability
+of the rerolled dice ("How The AI Works").
 """
 
 from __future__ import annotations

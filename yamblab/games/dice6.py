@@ -5,7 +5,8 @@ for six dice there are 462 rolls (histograms of six dice) and 924 keeps (0..6 di
 ordered by size, then lexicographically by its sorted faces, so the full-size keeps are the
 rolls in roll order, exactly as in :mod:`dice`.
 
-Source: the histogram representation follows seeds 001 and 002; ``P(roll | keep)`` is the
+Source: the histogram representation follows "How The AI Works" and
+timpalpant/yahtzee; ``P(roll | keep)`` is the
 multinomial probability of the rerolled dice.
 """
 

@@ -1,4 +1,5 @@
-"""One encoding for every game: the layout the network reads (seed 000, "Tokenizer").
+"""One encoding for every game: the layout the network reads (the YoloYamb post,
+"Tokenizer").
 
 Every Yahtzee card and every Yamb preset maps into the same fixed-size layout, so one
 network can play them all:
@@ -162,7 +163,7 @@ YAMB_STATE_FLAGS = {
 
 
 def encode_yamb(batch, rules=None) -> EncodedBatch:
-    """Encode a :class:`~yamblab.games.yamb.engine.YambBatch` in the shared layout (seed 000).
+    """Encode a :class:`~yamblab.games.yamb.engine.YambBatch` in the shared layout (the YoloYamb post).
 
     Column ``c`` of the card is column ``c`` of the layout, with its kind as the column type
     and its rows in card order (``score / 80`` with a filled flag). Column features: upper

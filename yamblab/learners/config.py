@@ -1,6 +1,6 @@
 """Search and training configuration (pydantic v2, unknown fields refused, ranges checked).
 
-Every training trick of seed 000 is a field here, so a sweep can switch it off: KL-regularised
+Every training trick of the YoloYamb post is a field here, so a sweep can switch it off: KL-regularised
 policy targets, the EMA player (updated after every optimiser step), Dirichlet exploration
 noise, the entropy bonus, auxiliary losses, phasic policy gradient, bot games tapering to
 zero, and (off by default, never on silently) distillation of oracle values.
@@ -18,7 +18,7 @@ class SearchConfig(BaseModel):
     """How moves are valued during self-play and evaluation.
 
     Attributes:
-        depth: ``"none"`` (policy alone), ``"one_step"`` (seed 000) or ``"full_turn"``.
+        depth: ``"none"`` (policy alone), ``"one_step"`` (YoloYamb's) or ``"full_turn"``.
         leaf_chunk: positions per forward pass when valuing leaves.
     """
 
@@ -32,16 +32,16 @@ class TrainConfig(BaseModel):
     """The AlphaZero-style training step and its self-play.
 
     Attributes:
-        kl_targets: policy target ``softmax(log prior + Q/T)`` (Grill et al. 2020; seed 000's
-            fix) instead of ``softmax(Q/T)``.
+        kl_targets: policy target ``softmax(log prior + Q/T)`` (Grill et al. 2020; the YoloYamb
+            post's fix) instead of ``softmax(Q/T)``.
         temperature: ``T`` of the policy targets, points.
         play_temperature: self-play samples moves from the (noisy) target; 0 plays its argmax.
         entropy_coef: weight of the entropy bonus (subtracted from the loss).
         value_coef, aux_coef: weights of the value and auxiliary losses.
         dirichlet_fraction, dirichlet_alpha: exploration noise mixed into the prior during
-            self-play only (seed 000: 15 %); evaluation is always noise-free.
+            self-play only (YoloYamb: 15 %); evaluation is always noise-free.
         ema_decay: the playing network is ``ema ← decay · ema + (1 − decay) · net`` after
-            every optimiser step (seed 000 lost weeks to once per iteration).
+            every optimiser step (YoloYamb lost weeks to once per iteration).
         lr, weight_decay, grad_clip: AdamW and gradient-norm clipping.
         lr_schedule: ``"constant"`` (default) keeps ``lr``; ``"cosine"`` anneals it from
             ``lr`` to ``lr × lr_final`` along half a cosine over the run (Loshchilov & Hutter
@@ -52,7 +52,7 @@ class TrainConfig(BaseModel):
         replay_ratio: optimiser samples per new self-play position: each iteration the
             learner takes ``ceil(replay_ratio × new positions / batch_size)`` optimiser steps
             on batches drawn uniformly from the replay buffer, so its cost per iteration is set
-            by the data it gets, not by the buffer's size (seed 000 made ``epochs`` passes over
+            by the data it gets, not by the buffer's size (YoloYamb made ``epochs`` passes over
             the whole buffer instead: with a buffer of B positions and N new ones per
             iteration that is a replay ratio of ``epochs × B / N``).
         games_per_iteration: self-play games per iteration (seed: 200).

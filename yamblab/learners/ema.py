@@ -1,6 +1,6 @@
 """Exponential moving average of a network's weights (the network that plays the games).
 
-Seed 000 ("V3.1: The Gradient War"): the EMA copy must be updated after every optimiser step;
+The YoloYamb post ("V3.1: The Gradient War"): the EMA copy must be updated after every optimiser step;
 updating it once per iteration froze the player and collapsed the scores from 700 to under 300.
 :class:`EMA` counts its updates so that tests and metrics can check the cadence.
 """

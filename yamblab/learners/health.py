@@ -1,4 +1,4 @@
-"""Health metrics of a network in training (seed 000: "exploding gradients, dead neurons,
+"""Health metrics of a network in training (the YoloYamb post: "exploding gradients, dead neurons,
 and attention collapse").
 
 * gradient norms: the global L2 norm and one per part (tokenizer, trunk, policy branch,

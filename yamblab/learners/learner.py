@@ -84,7 +84,7 @@ class Learner:
         gn = grad_norms(self.net)
         torch.nn.utils.clip_grad_norm_(self.net.parameters(), cfg.grad_clip)
         self.optimizer.step()
-        self.ema.update(self.net)          # after EVERY optimiser step (seed 000)
+        self.ema.update(self.net)          # after EVERY optimiser step (the YoloYamb post)
         self.steps += 1
         m = {k: float(v.detach()) for k, v in losses.items()}
         m.update(gn)

@@ -1,4 +1,4 @@
-"""Losses of the AlphaZero training step (seed 000, "The Approach").
+"""Losses of the AlphaZero training step (the YoloYamb post, "The Approach").
 
 * policy: cross-entropy between the search's policy target and the policy head;
 * value: cross-entropy between the realised points to come, as a two-hot distribution over

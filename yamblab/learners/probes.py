@@ -1,5 +1,5 @@
-"""Probes: hand-crafted Yahtzee positions whose correct answers the oracle knows (seed 000,
-"Probes, Scaffolding, and Crashes": one probe showed the network blind to the upper bonus).
+"""Probes: hand-crafted Yahtzee positions whose correct answers the oracle knows (the YoloYamb
+post, "Probes, Scaffolding, and Crashes": one probe showed the network blind to the upper bonus).
 
 Each probe is a scorecard, five dice and the rolls left; its correct answers are every action
 the oracle values within ``1e-9`` points of the best (ties count as correct). A probe passes

@@ -1,4 +1,4 @@
-"""Transformer blocks (seed 000, "Transformer"): pre-norm, RMSNorm, attention with QK-Norm,
+"""Transformer blocks (the YoloYamb post, "Transformer"): pre-norm, RMSNorm, attention with QK-Norm,
 SwiGLU feed-forward.
 
 Attention uses ``torch.nn.functional.scaled_dot_product_attention`` unless a block is asked to

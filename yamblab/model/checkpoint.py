@@ -1,4 +1,4 @@
-"""Atomic, checksummed checkpoints (seed 000: an interrupted save once loaded half a network
+"""Atomic, checksummed checkpoints (the YoloYamb post: an interrupted save once loaded half a network
 with the missing weights filled at random, and 40 GPU hours were lost).
 
 File format: the line ``YAMBLAB-CHECKPOINT``, a JSON header line with the format version, the

@@ -1,6 +1,6 @@
 """Network configuration (pydantic) and the named size presets.
 
-Every architectural idea of seed 000 ("Inside Iteration 1000") is a switch here so that it
+Every architectural idea of the YoloYamb post ("Inside Iteration 1000") is a switch here so that it
 can be ablated: the split of the trunk into shared / policy / value layers, QK-Norm, the
 score features of the policy head, the hold-correction head, the value head's pooling and
 its output form (a distribution over bins or a scalar), and the auxiliary heads.
@@ -23,21 +23,21 @@ class ModelConfig(BaseModel):
         n_heads: attention heads (must divide ``d_model``).
         n_shared: transformer blocks of the shared trunk.
         n_policy, n_value: blocks of the separate policy and value branches (0 and 0: a
-            fully shared trunk; seed 000 split 3 + 3 + 3 at iteration 470).
+            fully shared trunk; YoloYamb split 3 + 3 + 3 at iteration 470).
         ffn_hidden: SwiGLU hidden width (seed: 512 for width 192, about 8/3 × width).
         column_hidden: hidden width of the shared column MLP (default: ``d_model``).
         qk_norm: RMSNorm on queries and keys inside attention.
         score_features: add the 16 dice facts to the placement logits.
         hold_correction: the head that sees all dice together and corrects the hold-pattern
-            logits (seed 000, V3.3).
+            logits (the YoloYamb post, V3.3).
         value_head: ``"bins"`` (a distribution over ``value_bins`` bins of points still to
-            come, seed 000 V3.2) or ``"scalar"``.
+            come, the YoloYamb post's V3.2) or ``"scalar"``.
         value_bins: number of bins (centres evenly spaced from 0 to ``value_max``).
         value_max: points of the last bin centre. Default 500 for Yahtzee: the points still to
             come of a new game exceed 500 in far fewer than 1 game in 1000 (the seed used 1500
             for Yumbee, 30 points a bin).
         value_pool: ``"mean"``, ``"query"`` (learned-query attention) or ``"both"`` (seed).
-        aux_heads: auxiliary heads for bonus progress and the longest straight (seed 000).
+        aux_heads: auxiliary heads for bonus progress and the longest straight (the YoloYamb post).
         boundary_head: a separate MLP value head for boundary positions (no dice), which
             is all that full-turn search asks the network for. It reads the Yahtzee card
             directly (see ``boundary_features``) and outputs a scalar (points), trained by squared
@@ -96,7 +96,7 @@ class ModelConfig(BaseModel):
         return cls(**{**PRESETS[name], **overrides})
 
 
-#: Named sizes. ``tiny`` trains on a laptop CPU; ``seed`` is seed 000's iteration-1000 size
+#: Named sizes. ``tiny`` trains on a laptop CPU; ``seed`` is the YoloYamb post's iteration-1000 size
 #: (width 192, 4 heads, 3 shared + 3 policy + 3 value layers, SwiGLU width 512) for a GPU.
 PRESETS: dict[str, dict] = {
     "tiny": dict(d_model=32, n_heads=2, n_shared=1, n_policy=1, n_value=1, ffn_hidden=64),

@@ -1,4 +1,4 @@
-"""The exact expected score of a trained network's full-turn search (issue 10; seed 003's method).
+"""The exact expected score of a trained network's full-turn search (issue 10; the Best Values post's method).
 
 Full-turn search plays every turn exactly against the network's value of the boundary states
 the turn can end in, so the network is a valuation: value every reachable boundary state in

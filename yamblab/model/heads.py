@@ -1,4 +1,4 @@
-"""Policy, value and auxiliary heads (seed 000, "Heads").
+"""Policy, value and auxiliary heads (the YoloYamb post, "Heads").
 
 Policy: one softmax over the 208 shared actions (:mod:`yamblab.games.encoding`).
 
@@ -9,7 +9,7 @@ Policy: one softmax over the 208 shared actions (:mod:`yamblab.games.encoding`).
 * Holds (128..191): each die casts a keep vote ``tanh(w · die token)`` in [-1, 1]; hold
   pattern ``h`` scores ``g · Σ_i s_i(h) v_i`` with ``s_i = +1`` if ``h`` holds die ``i`` and
   −1 otherwise (absent dice vote 0), ``g`` a learned gain. The optional hold correction is an
-  MLP over all dice tokens together that adds one learned term per pattern (seed 000, V3.3:
+  MLP over all dice tokens together that adds one learned term per pattern (the YoloYamb post, V3.3:
   independent votes cannot express "hold 1-2-3-4 for the straight").
 * Announcements (192..207): a linear map of the state token.
 
@@ -103,7 +103,7 @@ class ValueHead(nn.Module):
 
 
 class AuxHeads(nn.Module):
-    """Auxiliary heads on the shared trunk (seed 000): they shape the trunk, not the play.
+    """Auxiliary heads on the shared trunk (the YoloYamb post): they shape the trunk, not the play.
 
     Returns ``(bonus_logit float (B,), straight_logits float (B, 7))``: the logit that the
     game ends with its bonus reached (Yahtzee: upper section ≥ 63) and the class 0..6 of the
@@ -144,7 +144,7 @@ def middle_products(columns: torch.Tensor) -> torch.Tensor:
     With them the middle term a card can still expect is linear in its features whichever of
     Ones, Max and Min are filled: ``o·(mx − E[mn]) = o·mx − o·E[mn]``, ``E[o]·(mx − mn)``,
     ``o·(E[mx] − E[mn])`` (clamping aside), so the MLP need not build a product itself. Rows
-    are Yamb's (:data:`~yamblab.games.yamb.rules.ONES_ROW`, ``MAX_ROW``, ``MIN_ROW``; seed 000's
+    are Yamb's (:data:`~yamblab.games.yamb.rules.ONES_ROW`, ``MAX_ROW``, ``MIN_ROW``; the YoloYamb post's
     "Ones count (which multiply that bonus)").
 
     Args:

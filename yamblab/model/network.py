@@ -1,4 +1,4 @@
-"""The policy-value transformer of seed 000 ("Inside Iteration 1000"), sized by configuration.
+"""The policy-value transformer of the YoloYamb post ("Inside Iteration 1000"), sized by configuration.
 
 Stages: the :class:`~yamblab.model.tokenizer.Tokenizer` makes 15 tokens, a shared trunk of
 pre-norm blocks runs over them, then separate policy and value branches (each ending in its

@@ -1,4 +1,4 @@
-"""The tokenizer: a position in the shared layout becomes 15 tokens (seed 000, "Tokenizer").
+"""The tokenizer: a position in the shared layout becomes 15 tokens (the YoloYamb post, "Tokenizer").
 
 * 8 column tokens: the 16 filled flags and 16 scores (÷ 80) of a column through one shared
   MLP, plus a learned column-type embedding ("which rules apply here"), plus a linear map of
@@ -65,7 +65,7 @@ class Inputs:
 
 
 def score_features(dice: torch.Tensor) -> torch.Tensor:
-    """The 16 dice facts added to the placement logits (seed 000, "Heads").
+    """The 16 dice facts added to the placement logits (the YoloYamb post, "Heads").
 
     Args:
         dice: int64 (B, 6) faces 1..6, 0 = no die.

@@ -6,7 +6,7 @@ expected points still to come from a boundary state, where ``mask12`` holds the 
 non-Yahtzee boxes (Chance at bit 11), ``ystate`` the Yahtzee box (0 open, 1 zero, 2 fifty)
 and ``upper`` the upper subtotal capped at 63.
 
-The within-turn pass (seed 001) for one (mask12, ystate) group runs on a vector of lanes,
+The within-turn pass ("How The AI Works") for one (mask12, ystate) group runs on a vector of lanes,
 one per upper subtotal, stored contiguously (the fast layout: the compiler vectorises the
 inner loops). Keep values are averaged one die at a time (6 additions per keep), and the best keep
 inside a roll is found by the recursion ``M[k] = max(E[k], max_f M[k - f])`` over sub-keeps.
@@ -465,7 +465,7 @@ cdef void choose_keeps(const double* AW, const double* AT, double* BW, double* B
 
 def evaluate_policy(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtzee_bonus,
                     int n_threads=0, progress=None):
-    """Exact policy evaluation of the turn-perfect agent against valuation W (seed 003).
+    """Exact policy evaluation of the turn-perfect agent against valuation W (the Best Values post).
 
     The agent plays every turn exactly for the valuation W (every keep and box maximises
     points now plus W of the next boundary state; ties go to the first box in card order and

@@ -481,7 +481,7 @@ include "_blocked_turn.pxi"
 
 def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtzee_bonus,
              int n_threads=0, progress=None):
-    """Exact expected points still to come of the turn-perfect agent of W (seed 003's method).
+    """Exact expected points still to come of the turn-perfect agent of W (the Best Values post's method).
 
     The same policy as :func:`yamblab.oracle._kernels.evaluate_policy` (ties to the first box in
     card order and the lowest keep index; the agent's values are computed with the same

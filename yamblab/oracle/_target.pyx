@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Hot loops of the target-score objective: per boundary state, P(at least s more points).
 
-Seed 002's distribution objective: the value of a boundary state is a vector ``T[s]`` = the
+The distribution objective of timpalpant/yahtzee: the value of a boundary state is a vector ``T[s]`` = the
 probability of scoring at least ``s`` more points under the play that maximises that very
 probability (a separate optimal policy for every ``s``). Three operations combine vectors:
 scoring ``p`` points **shifts** (``T_before[s] = T_after[s - p]``, 1 where ``s <= p``),

@@ -59,7 +59,7 @@ def best_box(const double[:, :, :, ::1] W, const long long[:, :, ::1] ST, const 
 
 def turn_dp(const double[:, :, ::1] best, best_pure, const long long[:, ::1] up, const long long[:, ::1] down,
             const double[::1] p_empty):
-    """Within-turn recursion (seed 001) for B games at once; see ``yamb_turn._turn_dp``.
+    """Within-turn recursion ("How The AI Works") for B games at once; see ``yamb_turn._turn_dp``.
 
     Args:
         best: float64 (B, L, n_rolls) value of stopping at roll j with each roll.

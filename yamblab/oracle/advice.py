@@ -3,8 +3,8 @@
 A position is a scorecard (boundary state and points already scored), the five dice in
 their physical order, and the number of rolls left this turn (0, 1 or 2). The value of an
 action is the optimal expected final score after taking it: points already on the card,
-plus points scored this turn, plus the oracle's value of what is left (seed 001; the advice
-endpoint of seed 002).
+plus points scored this turn, plus the oracle's value of what is left ("How The AI Works";
+the advice endpoint of timpalpant/yahtzee).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Grading: play seeded games with any agent and charge every decision its regret.
 
 The **regret** of a decision is the oracle's expected final score after the best action minus
-that after the chosen one (seed 003). A game's regrets add up to its expected shortfall from
+that after the chosen one (the Best Values post). A game's regrets add up to its expected shortfall from
 optimal play, with far less noise than its score.
 """
 

@@ -1,6 +1,6 @@
-"""Exact forward occupancy of a turn-perfect agent, and where its points are lost (seed 003).
+"""Exact forward occupancy of a turn-perfect agent, and where its points are lost (the Best Values post).
 
-Seed 003 sampled 200,000 games per rule of thumb to see where the points go. Here nothing is
+That post sampled 200,000 games per rule of thumb to see where the points go. Here nothing is
 sampled: the forward pass (:func:`yamblab.oracle._occupancy.forward`) pushes the probability of
 every boundary state through each turn of the turn-perfect agent of a valuation ``W`` and adds
 up, exactly, the probability that a game visits each boundary state, each box's mean score and

@@ -1,4 +1,4 @@
-"""Exact policy evaluation of turn-perfect agents (seed 003's method).
+"""Exact policy evaluation of turn-perfect agents (the Best Values post's method).
 
 A turn-perfect agent plays each turn exactly against a valuation of boundary states. Its
 expected score is computed with no sampling noise by the backward pass run with the agent's

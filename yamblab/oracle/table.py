@@ -1,7 +1,7 @@
 """The exact Yahtzee oracle table: build, cache on disk with a checksum, look up.
 
 The table holds, for every boundary state, the optimal expected points still to come
-(seed 001's backward pass). Layout: float64 array (4096, 3, 64) indexed by
+(the backward pass of "How The AI Works"). Layout: float64 array (4096, 3, 64) indexed by
 ``(mask12, ystate, upper)`` (see :mod:`yamblab.oracle._kernels`).
 
 Cache files live in ``$YAMBLAB_CACHE_DIR`` (default ``~/.cache/yamblab``), one per rule variant,

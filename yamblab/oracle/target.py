@@ -1,8 +1,8 @@
-"""The target-score objective (seed 002): play to maximise P(final score ≥ T), for any T.
+"""The target-score objective (timpalpant/yahtzee): play to maximise P(final score ≥ T), for any T.
 
 For every boundary state the table holds the tail distribution of the points still to come,
 ``P(at least s more points)`` for ``s = 0 .. max_points``, each entry under the play that
-maximises that very probability; seed 002 builds the same table (1,500 float32 entries per
+maximises that very probability; timpalpant/yahtzee builds the same table (1,500 float32 entries per
 state, 1.8 GB) with three vector operations: shift by the points just scored, a
 probability-weighted add over rolls, an element-wise max over choices. The Cython kernel
 (:mod:`yamblab.oracle._target`) documents the layout. ``P(final ≥ T)`` from a position with

@@ -1,8 +1,9 @@
-"""Tuning a rule of thumb for exact expected score (seed 003's coordinate descent, and Optuna).
+"""Tuning a rule of thumb for exact expected score (the Best Values post's coordinate
+descent, and Optuna).
 
 The objective is noise-free: the exact expected score of the turn-perfect agent of the rule
 (:func:`yamblab.oracle.policy_eval.expected_score`, one backward pass, seconds on two cores).
-:func:`coordinate_descent` is seed 003's method: one parameter at a time, try a step up and
+:func:`coordinate_descent` is the Best Values post's method: one parameter at a time, try a step up and
 down, keep any improvement, halve the step after a pass without one. :func:`optuna_search`
 runs an Optuna sampler (TPE, or CMA-ES through the ``cmaes`` package) in a box
 around a starting rule. Both call ``on_trial(trial_number, score, rule)`` after every
@@ -42,7 +43,7 @@ def coordinate_descent(start: RuleOfThumb, rules: YahtzeeRules = OFFICIAL, step:
                        min_step: float = 0.25, max_evals: int = 400,
                        on_trial: Callable | None = None,
                        score: Callable[[RuleOfThumb], float] | None = None) -> TuneResult:
-    """Seed 003's coordinate descent on the exact expected score.
+    """The Best Values post's coordinate descent on the exact expected score.
 
     For each parameter in turn (:meth:`RuleOfThumb.vector` order) try ``x ± step·scale``
     (scale 0.05 for the ramp midpoint, 1 otherwise), keep the better move and keep moving

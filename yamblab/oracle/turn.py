@@ -1,4 +1,5 @@
-"""The per-turn pass of Yahtzee against a valuation of boundary states (seed 001's recurrences).
+"""The per-turn pass of Yahtzee against a valuation of boundary states (the recurrences of
+"How The AI Works").
 
 A turn starts at a boundary state (filled boxes, upper subtotal capped at 63, Yahtzee box) and
 ends at one of the at most 44 boundary states it can reach. Given any **valuation** ``W`` of

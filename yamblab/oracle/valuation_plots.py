@@ -1,9 +1,9 @@
-"""Plots of where turn-perfect agents lose their points, exactly (issue 10; seed 003's figure).
+"""Plots of where turn-perfect agents lose their points, exactly (issue 10; the Best Values post's figure).
 
 :func:`breakdown_figure` draws the exact expected regret per game of several valuations side
 by side: by decision kind (first keep, second keep, box) and, for the box decisions, by the box
 chosen. The numbers are those of :func:`yamblab.oracle.occupancy.forward_occupancy` with the
-oracle table (no sampling); seed 003 drew the same figure from 200,000 sampled games.
+oracle table (no sampling); the Best Values post drew the same figure from 200,000 sampled games.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""Rules of thumb: named valuation formulas of boundary states (seed 003's study, reproduced).
+"""Rules of thumb: named valuation formulas of boundary states (the study of
+"The Best Values Aren't the Averages", reproduced).
 
 A **valuation** is any function of the boundary state (filled boxes, upper subtotal capped at
 63, Yahtzee box) worth "points still to come"; the turn-perfect agent of a valuation plays every
 keep and box exactly against it (:mod:`yamblab.oracle.policy_eval`). A :class:`RuleOfThumb`
-is a formula of seed 003's family, a pydantic model with its parameters:
+is a formula of the Best Values post's family, a pydantic model with its parameters:
 
     W(s) = Σ_{open boxes b} v_b(stage)  +  bonus(s)  +  y · [Yahtzee box holds 50]
 
@@ -16,7 +17,7 @@ is a formula of seed 003's family, a pydantic model with its parameters:
   Once the bonus is earned (upper ≥ 63) it is in the past: the term is 0.
 * ``y``: a flag for a Yahtzee scored (standing in for later 100-point bonuses).
 
-The full card is worth 0 (nothing is still to come). Seed 003's named rules are
+The full card is worth 0 (nothing is still to come). The post's named rules are
 :func:`named_rule` (``average``, ``average-step``, ``average-ramp``, ``tuned-ramp``); the
 least-squares fits of :func:`fit_additive` are rules of the same family.
 """
@@ -65,7 +66,7 @@ def _grids():
 
 
 class RuleOfThumb(BaseModel):
-    """A valuation formula of seed 003's family (see the module note).
+    """A valuation formula of the Best Values post's family (see the module note).
 
     Attributes:
         name: a short name for reports.
@@ -204,7 +205,7 @@ def _optimal_box_means(rules_key: str) -> tuple[float, ...]:
 def optimal_box_means(rules: YahtzeeRules = OFFICIAL) -> np.ndarray:
     """float64 (13,): each box's expected points under optimal play, exactly (forward pass).
 
-    Official rules: Ones 1.88 … Chance 22.01 (seed 003's "average values").
+    Official rules: Ones 1.88 … Chance 22.01 (the Best Values post's "average values").
     """
     return np.array(_optimal_box_means(rules.key if rules != OFFICIAL else OFFICIAL.key))
 
@@ -212,12 +213,12 @@ def optimal_box_means(rules: YahtzeeRules = OFFICIAL) -> np.ndarray:
 RULE_NAMES = ("zero", "average", "average-step", "average-ramp")
 
 #: Rules tuned for exact expected score (official rules) by ``yamblab valuation tune``.
-#: ``tuned-ramp`` starts from the values seed 003 quotes (Ones 6.4, Twos 6.8, Large Straight 21,
+#: ``tuned-ramp`` starts from the values the Best Values post quotes (Ones 6.4, Twos 6.8, Large Straight 21,
 #: Chance 30, a 36-point ramp of slope 13, 46 for a Yahtzee scored; the other boxes at their
 #: means) and is tuned by coordinate descent on its 17 parameters (steps of 2 points down to
 #: 0.25, then of 1 point down to 0.125): exact score 251.8267, upper bonus 62.0%. Adding the
 #: same number to every box value adds a constant to each stage, which changes no decision, so
-#: only 16 of the 17 are free (seed 003's Ones 6.4 reads as 8.4 here). ``staged-ramp`` is the
+#: only 16 of the 17 are free (the post's Ones 6.4 reads as 8.4 here). ``staged-ramp`` is the
 #: richer formula: the same family with its box values, bonus size and Yahtzee flag per third
 #: of the game (stages 0-4, 5-8, 9-12 boxes filled; slope and midpoint shared), 47 parameters,
 #: tuned by coordinate descent from ``tuned-ramp`` (78 evaluations): exact score 252.3425.
@@ -247,7 +248,7 @@ def split_stages(rule: RuleOfThumb, stages: int) -> RuleOfThumb:
 
 
 def named_rule(name: str, rules: YahtzeeRules = OFFICIAL) -> RuleOfThumb:
-    """Seed 003's hand-built rules of thumb by name.
+    """The Best Values post's hand-built rules of thumb by name.
 
     ``zero`` (greedy), ``average`` (each open box worth its mean score under optimal play,
     to two decimals), ``average-step`` (+ 35 when on track), ``average-ramp`` (+ a 35-point
@@ -263,7 +264,7 @@ def named_rule(name: str, rules: YahtzeeRules = OFFICIAL) -> RuleOfThumb:
     if name not in RULE_NAMES:
         raise UnknownVariantError(f"unknown rule of thumb {name!r}; choose one of "
                                   f"{', '.join(RULE_NAMES + tuple(TUNED))}")
-    # seed 003 uses the means as it prints them, to two decimals (235.00 and 232.32 need it;
+    # the post uses the means as it prints them, to two decimals (235.00 and 232.32 need it;
     # the unrounded means give 235.17 and 232.44)
     means = [round(float(x), 2) for x in optimal_box_means(rules)]
     if name == "average":
@@ -276,7 +277,7 @@ def named_rule(name: str, rules: YahtzeeRules = OFFICIAL) -> RuleOfThumb:
 
 def fit_additive(target: np.ndarray, weights: np.ndarray, stages: int = 1,
                  name: str | None = None) -> tuple[RuleOfThumb, float]:
-    """Least-squares fit of a ramp rule to a table of values (seed 003's "fitted" rules).
+    """Least-squares fit of a ramp rule to a table of values (the Best Values post's "fitted" rules).
 
     Minimises ``Σ_s w_s (f(s) − target_s)²`` over the states with ``w_s > 0`` and at least one
     open box, where ``f`` is linear in its parameters: 13 open-box values, the size of the
@@ -287,7 +288,7 @@ def fit_additive(target: np.ndarray, weights: np.ndarray, stages: int = 1,
 
     Args:
         target: float64 (4096, 3, 64) values to predict (the oracle table; NaN is skipped).
-        weights: float64 (4096, 3, 64) non-negative weights (seed 003's reading: the
+        weights: float64 (4096, 3, 64) non-negative weights (the post's reading: the
             probability that optimal play visits each state).
         stages: number of stage bins, 1 … 13.
 

@@ -5,7 +5,7 @@ column's fill order fixing which row each turn takes, the preset's rolls (and it
 on the last turn), scoring and bonuses. Because the order is fixed, the boundary state before
 turn ``k`` is small: the upper sum so far (capped at the threshold, while upper rows remain)
 and what the middle term Ones × (Max − Min) still needs (the Ones box, Max, Min, or Max − Min,
-whichever are known). The solver runs the within-turn recurrences of seed 001 on histograms
+whichever are known). The solver runs the within-turn recurrences of "How The AI Works" on histograms
 (rolls and keeps, :mod:`yamblab.games.dice6`) for every state of a layer at once:
 
     V_last(roll) = Q(score(roll))
@@ -31,7 +31,8 @@ The table fits in memory. A dense solve (n_rolls × n_keeps products per state) 
 same filled rows costs ~10^4 operations per state: :class:`yamblab.oracle.yamb_free.FreeColumnOracle`
 solves the free column exactly (croatian in about a minute on one core).
 
-Sources: seed 001 (backward induction, within-turn recurrences), seed 000 (the game).
+Sources: the "How The AI Works" page (backward induction, within-turn recurrences), the
+YoloYamb post (the game).
 """
 
 from __future__ import annotations

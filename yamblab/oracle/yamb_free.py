@@ -3,7 +3,7 @@
 The single-column game of a free column (:mod:`yamblab.oracle.yamb_column` for the fixed-order
 columns) has the boundary state (set of filled rows, upper sum capped at the bonus threshold
 while upper rows remain, what the middle term Ones × (Max − Min) still needs). The solver
-groups states by the mask of filled rows and runs the within-turn pass of seed 001 once per
+groups states by the mask of filled rows and runs the within-turn pass of "How The AI Works" once per
 (mask, chunk of lanes) on contiguous lane vectors (the Cython kernel
 :mod:`yamblab.oracle._yamb_free`; its docstring gives the lane layout). Row scoring comes from
 :func:`yamblab.games.yamb.score_table` (the reference :func:`~yamblab.games.yamb.row_score`);
@@ -28,8 +28,8 @@ state. Peak memory is the table plus (keeps + scores) × chunk float64 scratch p
 (≈ 200 MB RSS for croatian). A seeded simulation of :class:`FreeColumnOracleAgent` in the
 engine (1000 croatian games, seed 2024) averaged 290.83 ± 3.18 (95 %), z = −1.03.
 
-Sources: seed 001 (backward induction, within-turn recurrences), seed 000 (the game), the
-lane technique of :mod:`yamblab.oracle._kernels`.
+Sources: the "How The AI Works" page (backward induction, within-turn recurrences), the
+YoloYamb post (the game), the lane technique of :mod:`yamblab.oracle._kernels`.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 * A game of one ``down``, ``up`` or ``free`` column has an exact oracle
   (:func:`yamblab.oracle.yamb_oracles.column_oracle`): every decision is charged its
-  **regret**, the oracle's value of the best action minus that of the chosen one (seed 003's
-  grading, the same as Yahtzee's). A game's regrets add up to its expected shortfall from
+  **regret**, the oracle's value of the best action minus that of the chosen one (the Best
+  Values post's grading, the same as Yahtzee's). A game's regrets add up to its expected shortfall from
   optimal play, with far less noise than its score.
 * A card of several columns has no exact oracle: the games are played on fixed dice and
   compared with a baseline bot (the heuristic by default) on the **same** dice: the mean score,

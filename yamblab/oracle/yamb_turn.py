@@ -1,4 +1,5 @@
-"""The per-turn pass of Yamb against a box valuation (seed 001's within-turn recurrences).
+"""The per-turn pass of Yamb against a box valuation (the within-turn recurrences
+of "How The AI Works").
 
 A :class:`TurnPlanner` solves each game's current turn exactly — every reroll, every box, and
 whether to announce after the first roll — against a **box valuation**: a number of points for
@@ -33,7 +34,7 @@ def row_par(rules: YambRules) -> np.ndarray:
 
     For Max this is the expected best sum, for Min the expected *lowest* sum (the turn is
     played to minimise it); for Ones … Sixes and the combinations the expected points.
-    Computed exactly with the within-turn recurrences (seed 001), ``rules.rolls`` rolls.
+    Computed exactly with the within-turn recurrences ("How The AI Works"), ``rules.rolls`` rolls.
     """
     tab = score_table(rules).astype(np.float64)
     out = np.zeros(rules.n_rows)
@@ -45,7 +46,7 @@ def row_par(rules: YambRules) -> np.ndarray:
 
 
 def _turn_dp(rules: YambRules, best: np.ndarray, best_pure: np.ndarray | None = None):
-    """Within-turn DP over dice histograms (seed 001's recurrences).
+    """Within-turn DP over dice histograms (the recurrences of "How The AI Works").
 
     Args:
         best: float (B, L, n_rolls): the value of stopping at roll ``j`` (0-based) with each

@@ -72,8 +72,9 @@ app.add_typer(oracle_app, name="oracle")
 MAX_GAMES = 100_000_000
 MAX_SEED = 2**64 - 1
 
-RULES_HELP = ("Rule variant: a joker rule (forced = official, free = Verhoeff, priority = seed 001, "
-              "none), optionally followed by ',no-upper-bonus' and/or ',no-yahtzee-bonus'.")
+RULES_HELP = ("Rule variant: a joker rule (forced = official, free = Verhoeff, priority = the reading "
+              "of the 'How The AI Works' page, none), optionally followed by ',no-upper-bonus' "
+              "and/or ',no-yahtzee-bonus'.")
 
 
 def _rules(text: str):

@@ -21,8 +21,8 @@ Endpoints (JSON; every request names its rule variant, defaulting to the server'
 A user's mistake (impossible dice or card, an unknown variant, an illegal move) is answered
 with 400 (or 422 for a malformed request) and ``{"detail": "<what is wrong>"}``; tables load
 once, at start-up, and are shared read-only, so one bad request never disturbs another.
-Sources: seed 002 (a JSON advice endpoint shared by a browser client and a robot), seed 003
-(a page that grades every hold and box a person picks).
+Sources: timpalpant/yahtzee (a JSON advice endpoint shared by a browser client and a robot),
+the Best Values post (a page that grades every hold and box a person picks).
 """
 
 from __future__ import annotations

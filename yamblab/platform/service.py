@@ -9,8 +9,9 @@ replayed on the engine at every request (at most 39 decisions, well under a mill
 
 Moves are written as ``{"hold": [1, 3, 4]}`` (die positions 1..5 to keep; ``[]`` rerolls all)
 or ``{"box": "full_house"}`` (a box name, never a bare index). Sources: the advice endpoint of
-seed 002 (a position in, every action's value out); the grading page of seed 003 (a decision's
-loss is the oracle's expected score after the best action minus that after the chosen one).
+timpalpant/yahtzee (a position in, every action's value out); the Best Values post's grading
+widget (a decision's loss is the oracle's expected score after the best action minus that after
+the chosen one).
 """
 
 from __future__ import annotations

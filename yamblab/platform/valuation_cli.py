@@ -1,7 +1,8 @@
-"""``yamblab valuation``: rules of thumb evaluated, compared and tuned exactly (seed 003).
+"""``yamblab valuation``: rules of thumb evaluated, compared and tuned exactly (after "The Best Values
+Aren't the Averages").
 
 Commands:
-    yamblab valuation table    every row of seed 003's table: exact score, bonus rate, fit error
+    yamblab valuation table    every row of the post's table: exact score, bonus rate, fit error
     yamblab valuation tune     maximise a rule's exact expected score (coordinate descent, Optuna),
                                logged to MLflow
 
@@ -21,7 +22,8 @@ import typer
 
 from yamblab.errors import YamblabError
 
-app = typer.Typer(help="Rules of thumb: exact evaluation and tuning (seed 003).", no_args_is_help=True)
+app = typer.Typer(help="Rules of thumb: exact evaluation and tuning "
+                       "(after 'The Best Values Aren't the Averages').", no_args_is_help=True)
 
 RULES_HELP = "Rule variant, as for `yamblab oracle evaluate` (default forced, the official rules)."
 NAMES = ("zero", "oracle", "average", "average-step", "average-ramp", "fit", "fit-stages",
@@ -172,13 +174,13 @@ def _labels():
     return BOX_LABELS
 
 
-#: seed 003's figures for each row of its table: (exact score, upper-bonus rate or None)
-SEED_003 = {
+#: The Best Values post's figures for each row of its table: (exact score, upper-bonus rate or None)
+PUBLISHED = {
     "zero": (217.38, 0.031), "average": (235.00, 0.204), "average-step": (232.32, None),
     "average-ramp": (243.20, 0.596), "fit": (241.14, None), "fit-stages": (239.09, None),
     "tuned-ramp": (251.82, 0.637),
 }
-SEED_003_FIT = {"fit": 5.16, "fit-stages": 2.53}
+PUBLISHED_FIT = {"fit": 5.16, "fit-stages": 2.53}
 ROW_TITLES = {
     "zero": "greedy (zero valuation)",
     "average": "average values",
@@ -192,7 +194,7 @@ ROW_TITLES = {
 
 
 def table_rows(rules, progress: bool = True, occupancies: dict | None = None) -> list[dict]:
-    """Every row of seed 003's table, computed exactly: score, bonus rate, regret, fit error.
+    """Every row of the Best Values post's table, computed exactly: score, bonus rate, regret, fit error.
 
     Args:
         rules: the variant.
@@ -203,7 +205,8 @@ def table_rows(rules, progress: bool = True, occupancies: dict | None = None) ->
     Returns:
         one dict per row: ``rule``, ``title``, ``exact_score``, ``upper_bonus_rate`` (None
         without the bonus), ``regret``, ``regret_by_decision`` (points per game), ``fit_rms``,
-        ``n_params`` and seed 003's figures (official rules only), ``seconds`` (forward pass).
+        ``n_params``, the post's figures ``published``, ``published_bonus`` and ``published_fit``
+        (official rules only), ``seconds`` (forward pass).
     """
     from yamblab.oracle import valuations as V
     from yamblab.oracle.occupancy import forward_occupancy
@@ -212,7 +215,7 @@ def table_rows(rules, progress: bool = True, occupancies: dict | None = None) ->
     from yamblab.games.yahtzee.rules import OFFICIAL
 
     table = OracleTable.get(rules)
-    official = rules == OFFICIAL       # seed 003's figures are the official rules'
+    official = rules == OFFICIAL       # the post's figures are the official rules'
     rows = []
     names = ["zero", "average", "average-step", "average-ramp", "fit", "fit-stages"] + list(V.TUNED)
     for name in names:
@@ -226,9 +229,10 @@ def table_rows(rules, progress: bool = True, occupancies: dict | None = None) ->
                      "regret": table.new_game_value - occ.expected_score,
                      "regret_by_decision": occ.regret_by_decision,
                      "fit_rms": extra.get("fit_rms"), "n_params": extra.get("n_params"),
-                     "seed_003": SEED_003.get(name, (None, None))[0] if official else None,
-                     "seed_003_bonus": SEED_003.get(name, (None, None))[1] if official else None,
-                     "seed_003_fit": SEED_003_FIT.get(name) if official else None, "seconds": time.perf_counter() - t0})
+                     "published": PUBLISHED.get(name, (None, None))[0] if official else None,
+                     "published_bonus": PUBLISHED.get(name, (None, None))[1] if official else None,
+                     "published_fit": PUBLISHED_FIT.get(name) if official else None,
+                     "seconds": time.perf_counter() - t0})
     return rows
 
 
@@ -294,7 +298,7 @@ def table_cmd(
     tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default sqlite:///mlflow.db)."),
     experiment: str = typer.Option("valuations", help="MLflow experiment (with --log)."),
 ):
-    """Seed 003's table of rules of thumb, every figure exact (forward and backward passes)."""
+    """The rules of thumb of "The Best Values Aren't the Averages", exact (forward and backward passes)."""
     @_user_errors
     def run():
         r = _rules(rules)
@@ -313,14 +317,14 @@ def table_cmd(
             typer.echo(json.dumps(rows, indent=2))
             return
         typer.echo(f"{'rule (' + r.name + ')':42s} {'params':>6s} {'exact score':>11s} {'bonus':>6s} "
-                   f"{'regret':>7s} {'fit err':>7s}   seed 003")
+                   f"{'regret':>7s} {'fit err':>7s}   Best Values post")
         for row in rows:
-            seed = row["seed_003"]
-            ref = "" if seed is None else f"{seed:.2f}"
-            if row["seed_003_bonus"] is not None:
-                ref += f", {100 * row['seed_003_bonus']:.1f}%"
-            if row["seed_003_fit"] is not None:
-                ref += f", fit {row['seed_003_fit']:.2f}"
+            published = row["published"]
+            ref = "" if published is None else f"{published:.2f}"
+            if row["published_bonus"] is not None:
+                ref += f", {100 * row['published_bonus']:.1f}%"
+            if row["published_fit"] is not None:
+                ref += f", fit {row['published_fit']:.2f}"
             fit = "" if row["fit_rms"] is None else f"{row['fit_rms']:.2f}"
             bonus = "—" if row["upper_bonus_rate"] is None else f"{100 * row['upper_bonus_rate']:5.1f}%"
             typer.echo(f"{row['title']:42s} {row['n_params'] or 0:6d} {row['exact_score']:11.4f} "
@@ -380,7 +384,8 @@ def breakdown_cmd(
 def tune_cmd(
     start: str = typer.Option("tuned-ramp", help="Starting rule: a name (average-ramp, tuned-ramp, "
                                                  "staged-ramp) or a rule file."),
-    method: str = typer.Option("cd", help="cd (seed 003's coordinate descent), tpe or cmaes (Optuna)."),
+    method: str = typer.Option("cd", help="cd (the coordinate descent of 'The Best Values "
+                                                "Aren't the Averages'), tpe or cmaes (Optuna)."),
     trials: int = typer.Option(200, min=1, max=1_000_000, help="Most exact evaluations."),
     stages: int = typer.Option(0, min=0, max=13, help="Split the start's box values, bonus size and flag "
                                                       "into this many stage bins first (0: keep)."),

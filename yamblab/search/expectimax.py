@@ -1,10 +1,10 @@
-"""Expectimax search over exact dice chance nodes (seed 000, "The Approach"): Yahtzee here,
+"""Expectimax search over exact dice chance nodes (the YoloYamb post, "The Approach"): Yahtzee here,
 Yamb in :mod:`yamblab.search.yamb_search`; :func:`make_search` picks the one a game needs.
 
 Three depths (:data:`DEPTHS`):
 
 * ``"none"``: no search; the agent plays the policy head alone.
-* ``"one_step"``: seed 000's search. Every legal move is valued one step ahead: a hold by
+* ``"one_step"``: YoloYamb's search. Every legal move is valued one step ahead: a hold by
   the exact average, over every outcome of the rerolled dice (``P(roll | keep)``, multinomial),
   of the value head at the resulting position; a box by its points (with bonuses) plus the
   value head at the boundary state it leaves. The next turn's first roll is the chance node
@@ -198,7 +198,7 @@ class FullTurnSearch:
 
 
 class OneStepSearch:
-    """Seed 000's one-step expectimax with a network's value head at the leaves.
+    """YoloYamb's one-step expectimax with a network's value head at the leaves.
 
     Holds: ``Q(h) = Σ_r P(r | keep(h)) · V(dice r in the rerolled slots, one roll fewer)``
     over every outcome ``r`` exactly; boxes: points (with bonuses) plus ``V`` of the boundary

@@ -1,6 +1,6 @@
 """Policy targets from search, value targets as bin distributions, exploration noise.
 
-Policy targets (seed 000, "The KL Breakthrough"):
+Policy targets (the YoloYamb post, "The KL Breakthrough"):
 
 * plain: ``softmax(Q / T)`` over the legal actions;
 * KL-regularised: ``softmax(log prior + Q / T)``. This is the solution of
@@ -52,7 +52,7 @@ def policy_targets(q: np.ndarray, prior: np.ndarray | None, temperature: float, 
 
 def add_dirichlet_noise(prior: np.ndarray, legal: np.ndarray, fraction: float, alpha: float,
                         rng: np.random.Generator) -> np.ndarray:
-    """Mix Dirichlet noise into a prior over the legal actions (AlphaZero; seed 000: 15 %).
+    """Mix Dirichlet noise into a prior over the legal actions (AlphaZero; YoloYamb: 15 %).
 
     Args:
         prior: float (n, A); legal: bool (n, A); fraction: weight of the noise in 0..1;

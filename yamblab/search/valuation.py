@@ -1,6 +1,6 @@
 """Valuations for search: anything that says how many points are still to come from a position.
 
-A **valuation** (seed 003's term) maps positions to expected points still to come.
+A **valuation** (the Best Values post's term) maps positions to expected points still to come.
 Search asks it about **boundary positions** (a card between turns: no dice; full-turn search's
 leaves) and, for one-step search, about positions with dice. The protocol is one method::
 

@@ -1,4 +1,5 @@
-"""Expectimax for Yamb over exact dice chance nodes, for 5 and 6 dice (seed 000, "The Approach").
+"""Expectimax for Yamb over exact dice chance nodes, for 5 and 6 dice (the YoloYamb post,
+"The Approach").
 
 * :class:`YambFullTurnSearch` plays the rest of the turn exactly — every reroll, every box,
   whether to announce after the first roll, the longer last turn — against a
@@ -8,7 +9,7 @@
   once per turn, for every box the turn may end in and every score that box can take, all
   games in one batched call. With the exact oracle of a single-column game as valuation it is
   optimal play.
-* :class:`YambOneStepSearch` is seed 000's search: every legal move valued one step ahead. A
+* :class:`YambOneStepSearch` is YoloYamb's search: every legal move valued one step ahead. A
   hold by the exact average over every outcome of the rerolled dice (``P(roll | keep)``) of
   the value at the position that follows; a box by its points plus the value of the card it
   leaves; an announcement by the value of the same dice with that row announced. All leaves of
@@ -236,7 +237,7 @@ def successor_samples(search: YambFullTurnSearch, batch, games: np.ndarray, k: i
 
 
 class YambOneStepSearch:
-    """Seed 000's one-step expectimax for Yamb with a valuation at the leaves.
+    """YoloYamb's one-step expectimax for Yamb with a valuation at the leaves.
 
     Args:
         rules: the Yamb rule set.

@@ -16,13 +16,14 @@ Yahtzee 50. An upper section of 63 or more earns a 35-point bonus. A further Yah
 ``free`` (Verhoeff)
     Any open box; Full House and the straights score full value when the matching upper box
     is filled.
-``priority`` (seed 001's reading)
+``priority`` (the reading of the "How The AI Works" page)
     The matching upper box if open; else Three or Four of a Kind; else Chance or Full House /
     straights at joker value; else an upper box at 0.
 ``none``
     Any open box, scored normally (five of a kind is not a Full House or a straight).
 
-Sources: seed 001 (priority joker, boundary state), seed 003 and published solvers (reference values),
+Sources: the "How The AI Works" page (priority joker, boundary state), "The Best Values Aren't
+the Averages" and published solvers (reference values),
 T. Verhoeff, "Optimal Solitaire Yahtzee Player" (free joker).
 """
 
@@ -99,7 +100,7 @@ class YahtzeeRules:
     """A Yahtzee rule variant: immutable and hashable, with a stable digest for caches.
 
     Attributes:
-        joker: ``"forced"`` (official), ``"free"`` (Verhoeff), ``"priority"`` (seed 001) or
+        joker: ``"forced"`` (official), ``"free"`` (Verhoeff), ``"priority"`` ("How The AI Works") or
             ``"none"``; see the module docstring.
         upper_bonus: whether 63+ in the upper section earns 35 points.
         yahtzee_bonus: whether a further Yahtzee after a 50 earns 100 points.
@@ -224,7 +225,7 @@ def base_score(hist, box: int) -> int:
 
 @dataclass(frozen=True)
 class BoundaryState:
-    """The scorecard between turns, as far as it matters for the future (seed 001).
+    """The scorecard between turns, as far as it matters for the future ("How The AI Works").
 
     Attributes:
         filled: 13-bit mask, bit ``b`` set when box ``b`` (card order) is filled.

@@ -1,6 +1,6 @@
 """Yamb: rules as configuration, presets with their sources, and row scoring (plain Python).
 
-Yamb (seed 000) is played on a card of several **columns**, each with the same **rows** and its
+Yamb (the YoloYamb post) is played on a card of several **columns**, each with the same **rows** and its
 own fill order. Every turn the player rolls up to ``rolls`` times (keeping any dice between
 rolls) and then scores exactly one box. Real rule sets disagree on many details, so every such
 choice is a field of :class:`YambRules`; the presets below name their sources.
@@ -50,7 +50,7 @@ Announcing is compulsory (``announce_compulsory``): ``"rest_full"``, once no box
 announce and hand columns is open (otherwise a player who rerolled could not score anywhere);
 ``"always"``, on every turn while the announce column has an open box.
 
-Sources: seed 000 (the game, column kinds, the Max−Min bonus); each preset cites its own.
+Sources: the YoloYamb post (the game, column kinds, the Max−Min bonus); each preset cites its own.
 """
 
 from __future__ import annotations

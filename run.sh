@@ -17,7 +17,7 @@ setup() {
   local stamp="$VENV/.yamblab-installed"
   local want
   want="$(cat pyproject.toml setup.py yamblab/*/*.pyx yamblab/*/*.pxi yamblab/*/*/*.pyx yamblab/*/*/*.pxi 2>/dev/null | sha256sum | cut -d' ' -f1)"
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$PY" -c "import yamblab.oracle._kernels" 2>/dev/null; then
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$PY" -c "import yamblab.oracle.yahtzee._kernels" 2>/dev/null; then
     return 0
   fi
   echo "== installing dependencies (first run: a few minutes)"

@@ -40,13 +40,13 @@ common = dict(include_dirs=[np.get_include()], extra_compile_args=compile_args,
               define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")])
 extensions = [
     Extension("yamblab.games.yahtzee._engine", ["yamblab/games/yahtzee/_engine.pyx"], **common),
-    Extension("yamblab.oracle._kernels", ["yamblab/oracle/_kernels.pyx"], **common),
+    Extension("yamblab.oracle.yahtzee._kernels", ["yamblab/oracle/yahtzee/_kernels.pyx"], **common),
     Extension("yamblab.games.yamb._engine", ["yamblab/games/yamb/_engine.pyx"], **common),
     Extension("yamblab.games._dice_kernels", ["yamblab/games/_dice_kernels.pyx"], **common),
-    Extension("yamblab.oracle._yamb_free", ["yamblab/oracle/_yamb_free.pyx"], **common),
-    Extension("yamblab.oracle._target", ["yamblab/oracle/_target.pyx"], **common),
-    Extension("yamblab.oracle._occupancy", ["yamblab/oracle/_occupancy.pyx"], **common),
-    Extension("yamblab.oracle._yamb_turn", ["yamblab/oracle/_yamb_turn.pyx"], **common),
+    Extension("yamblab.oracle.yamb._free", ["yamblab/oracle/yamb/_free.pyx"], **common),
+    Extension("yamblab.oracle.yahtzee._target", ["yamblab/oracle/yahtzee/_target.pyx"], **common),
+    Extension("yamblab.oracle.yahtzee._occupancy", ["yamblab/oracle/yahtzee/_occupancy.pyx"], **common),
+    Extension("yamblab.oracle.yamb._turn", ["yamblab/oracle/yamb/_turn.pyx"], **common),
 ]
 
 setup(ext_modules=cythonize(extensions, include_path=["yamblab/games"],

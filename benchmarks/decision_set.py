@@ -7,7 +7,7 @@ prints its positions and build time, then times :func:`~yamblab.search.decision_
 of the tiny network on ``--threads`` torch threads (median of ``--repeats`` runs), with positions
 per second and the time scaled to 20,000 positions. As a baseline measured in the same run it times
 grading the same network's policy head by playing ``--grade-games`` games against the oracle
-(:func:`yamblab.oracle.grading.grade`), and prints the ratio.
+(:func:`yamblab.oracle.yahtzee.grading.grade`), and prints the ratio.
 
     python benchmarks/decision_set.py [--games 600] [--threads 1] [--repeats 5] [--grade-games 100]
 """
@@ -25,8 +25,8 @@ from yamblab.agents.search_agent import network_agent
 from yamblab.games.protocol import make_game
 from yamblab.model.network import build_model
 from yamblab.search.decision_set import DECISION_SEED, decision_set, solver_losses
-from yamblab.oracle.grading import grade
-from yamblab.oracle.table import OracleTable
+from yamblab.oracle.yahtzee.grading import grade
+from yamblab.oracle.yahtzee.table import OracleTable
 
 
 def _median(fn, repeats: int) -> tuple[float, float, float, object]:

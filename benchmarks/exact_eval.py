@@ -20,8 +20,8 @@ import statistics
 import time
 
 from yamblab.games.yahtzee.rules import OFFICIAL
-from yamblab.oracle import _kernels
-from yamblab.oracle.policy_eval import evaluate_policy
+from yamblab.oracle.yahtzee import _kernels
+from yamblab.oracle.yahtzee.policy_eval import evaluate_policy
 from yamblab.oracle.valuations import named_rule
 
 

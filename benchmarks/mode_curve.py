@@ -22,8 +22,9 @@ import yaml
 
 from yamblab.agents.search_agent import network_agent
 from yamblab.model.checkpoint import load_checkpoint, network_from_state
-from yamblab.oracle.grading import grade, mean_ci
-from yamblab.oracle.table import OracleTable
+from yamblab.oracle.yahtzee.grading import grade
+from yamblab.oracle.report import mean_ci
+from yamblab.oracle.yahtzee.table import OracleTable
 from yamblab.platform.config import RunConfig
 from yamblab.platform.runtime import CHECKPOINT
 

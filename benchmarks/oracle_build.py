@@ -15,7 +15,7 @@ import statistics
 import time
 
 from yamblab.games.yahtzee.rules import OFFICIAL
-from yamblab.oracle import _kernels
+from yamblab.oracle.yahtzee import _kernels
 
 
 def timed_build(n_threads: int) -> float:

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from yamblab.games.yahtzee.rules import OFFICIAL, BoundaryState
-from yamblab.oracle.target import TargetTable, simulate_target_play
+from yamblab.oracle.yahtzee.target import TargetTable, simulate_target_play
 
 
 def _share(hits: int, n: int) -> str:
@@ -56,7 +56,7 @@ def main() -> None:
 
     from yamblab.agents.base import make_agent
     from yamblab.games.yahtzee.engine import new_batch
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     ev = OracleTable.get(OFFICIAL)
     agent = make_agent("oracle", OFFICIAL, table=ev)

@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/yamb_free_column.py [--preset croatian] [--threads 1] [--chunk 64]``
 (several ``--preset`` allowed). Also checks free ≥ down and free ≥ up (a free column may play
-either order) with :class:`yamblab.oracle.yamb_column.ColumnOracle`.
+either order) with :class:`yamblab.oracle.yamb.column.ColumnOracle`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import argparse
 import resource
 import time
 
-from yamblab.oracle.yamb_column import ColumnOracle, free_column_state_count
-from yamblab.oracle.yamb_free import FreeColumnOracle
+from yamblab.oracle.yamb.column import ColumnOracle, free_column_state_count
+from yamblab.oracle.yamb.free import FreeColumnOracle
 
 
 def main() -> None:
@@ -43,7 +43,7 @@ def main() -> None:
             import numpy as np
 
             from yamblab.games.yamb.engine import YambBatch
-            from yamblab.oracle.yamb_free import FreeColumnOracleAgent
+            from yamblab.oracle.yamb.free import FreeColumnOracleAgent
 
             b = YambBatch(a.simulate, o.rules, seed=2024)
             agent = FreeColumnOracleAgent(o)

@@ -22,7 +22,7 @@ def _cache_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def official_table(_cache_dir):
     from yamblab.games.yahtzee.rules import OFFICIAL
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     return OracleTable.get(OFFICIAL)
 

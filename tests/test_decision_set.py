@@ -59,7 +59,7 @@ def replay(game, d: DecisionSet, visit):
 
 
 def test_action_values_match_the_oracle_grading(yahtzee, dset, official_table):
-    from yamblab.oracle.grading import Grader
+    from yamblab.oracle.yahtzee.grading import Grader
 
     grader = Grader(official_table)
     rng = np.random.default_rng(0)
@@ -252,8 +252,8 @@ def test_full_yamb_card_has_no_decision_set():
 
 
 def test_yamb_column_values_match_the_column_oracle():
-    from yamblab.oracle.yamb_grading import column_regrets
-    from yamblab.oracle.yamb_oracles import column_oracle
+    from yamblab.oracle.yamb.grading import column_regrets
+    from yamblab.oracle.yamb.oracles import column_oracle
 
     g = make_game("yamb", preset="croatian", columns=["down"])
     d = decision_set(g, 8, seed=3, cache=False)

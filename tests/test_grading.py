@@ -4,8 +4,9 @@ import pytest
 from yamblab.agents.base import make_agent
 from yamblab.errors import IllegalActionError, UnknownVariantError
 from yamblab.games.yahtzee.rules import OFFICIAL
-from yamblab.oracle.grading import grade, mean_ci
-from yamblab.oracle.policy_eval import expected_score
+from yamblab.oracle.yahtzee.grading import grade
+from yamblab.oracle.report import mean_ci
+from yamblab.oracle.yahtzee.policy_eval import expected_score
 
 
 def test_oracle_agent_has_zero_regret_and_optimal_mean(official_table):
@@ -66,7 +67,7 @@ def test_unknown_agent_and_illegal_agent(official_table):
 def test_grade_decisions_matches_online_grader(official_table):
     """Decisions recorded during play and graded later get the same regrets as online grading."""
     from yamblab.games.yahtzee.engine import new_batch
-    from yamblab.oracle.grading import Grader, grade_decisions
+    from yamblab.oracle.yahtzee.grading import Grader, grade_decisions
 
     agent = make_agent("random", OFFICIAL, seed=3)
     grader = Grader(official_table)

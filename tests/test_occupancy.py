@@ -5,10 +5,10 @@ import pytest
 
 from yamblab.games import dice as D
 from yamblab.games.yahtzee.rules import OFFICIAL, BoundaryState, YahtzeeRules, legal_boxes, score_box
-from yamblab.oracle import _kernels
+from yamblab.oracle.yahtzee import _kernels
 from yamblab.oracle.occupancy import forward_occupancy
-from yamblab.oracle.policy_eval import evaluate_policy
-from yamblab.oracle.table import OracleTable
+from yamblab.oracle.yahtzee.policy_eval import evaluate_policy
+from yamblab.oracle.yahtzee.table import OracleTable
 
 
 def _random_valuation(seed=0):

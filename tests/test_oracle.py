@@ -9,9 +9,9 @@ from yamblab.errors import DamagedFileError, InvalidDiceError, UnreachablePositi
 from yamblab.games.yahtzee.rules import (
     OFFICIAL, BoundaryState, YahtzeeRules, legal_boxes, parse_card, score_box,
 )
-from yamblab.oracle.advice import advise
-from yamblab.oracle.policy_eval import expected_score
-from yamblab.oracle.table import OracleTable
+from yamblab.oracle.yahtzee.advice import advise
+from yamblab.oracle.yahtzee.policy_eval import expected_score
+from yamblab.oracle.yahtzee.table import OracleTable
 
 # Optimal expected score of a new game, from independent published solvers.
 REFERENCE = [
@@ -112,7 +112,7 @@ def test_exact_policy_evaluation(official_table):
 def test_blocked_build_equals_the_single_lane_pass(joker, upper, ybonus):
     """The table build runs 8 upper subtotals per vector; each entry must equal, bit for bit,
     the single-lane reference pass (the one grading uses) run on that state against the table."""
-    from yamblab.oracle import _kernels
+    from yamblab.oracle.yahtzee import _kernels
 
     rules = YahtzeeRules(joker=joker, upper_bonus=upper, yahtzee_bonus=ybonus)
     args = (rules.joker_code, rules.upper_bonus, rules.yahtzee_bonus)
@@ -134,7 +134,7 @@ def test_blocked_build_equals_the_single_lane_pass(joker, upper, ybonus):
 
 def test_greedy_value_from_kernel_directly():
     """The kernel alone (no wrapper) agrees with the reference greedy figure."""
-    from yamblab.oracle import _kernels
+    from yamblab.oracle.yahtzee import _kernels
 
     W = np.zeros((4096, 3, 64))
     first = _kernels.evaluate_policy(W, 0, True, True)[0, 0, 0]

@@ -166,7 +166,7 @@ def test_exact_score_of_the_evaluated_network_agrees_with_sampled_grading():
 def test_yamb_successor_values_are_the_oracles_on_a_column():
     """With the exact oracle as valuation, a successor card's turn-start value is its exact value."""
     from yamblab.games.encoding import decode_yamb_card
-    from yamblab.oracle.yamb_oracles import column_oracle
+    from yamblab.oracle.yamb.oracles import column_oracle
     from yamblab.search.valuation import YambColumnOracleValuation
     from yamblab.search.yamb_search import YambFullTurnSearch, successor_samples
 

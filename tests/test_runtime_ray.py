@@ -108,7 +108,7 @@ def test_evaluation_modes_on_the_same_dice(ray_cluster, tmp_path):
     with ``runtime.snapshots`` the graded network is kept and grades the same afterwards."""
     from yamblab.agents.search_agent import network_agent
     from yamblab.model.checkpoint import load_network
-    from yamblab.oracle.grading import grade
+    from yamblab.oracle.yahtzee.grading import grade
     from yamblab.platform.config import load_run_config
     from yamblab.platform.runtime import TrainingRun
 

@@ -11,7 +11,7 @@ from yamblab.agents.base import make_agent
 from yamblab.games.encoding import shared_action_to_yahtzee
 from yamblab.games.yahtzee.engine import new_batch
 from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
-from yamblab.oracle.grading import grade
+from yamblab.oracle.yahtzee.grading import grade
 from yamblab.search.expectimax import FullTurnSearch, OneStepSearch, make_search, oracle_position_values
 from yamblab.search.targets import add_dirichlet_noise, policy_targets, two_hot
 
@@ -110,7 +110,7 @@ def test_checkpoint_valuation_agent(tmp_path, official_table):
 
 def test_search_with_network_path_on_a_variant_without_upper_bonus():
     """Without the upper bonus the table's upper lane is 0; the encoding path must agree."""
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     rules = YahtzeeRules.parse("free,no-upper-bonus")
     table = OracleTable.get(rules)
@@ -187,8 +187,8 @@ def test_turn_start_values_of_the_oracle_are_the_table():
 
     from yamblab.games.yahtzee.engine import new_batch
     from yamblab.games.yahtzee.rules import OFFICIAL
-    from yamblab.oracle import _kernels
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee import _kernels
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     V = np.ascontiguousarray(OracleTable.get(OFFICIAL).values)
     st = np.ascontiguousarray(new_batch(3, OFFICIAL, seed=1).boundary_states())

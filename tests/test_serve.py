@@ -13,7 +13,7 @@ with warnings.catch_warnings():
     from fastapi.testclient import TestClient
 
 from yamblab.games.yahtzee.rules import YahtzeeRules
-from yamblab.oracle.advice import advise, card_position
+from yamblab.oracle.yahtzee.advice import advise, card_position
 from yamblab.platform.serve import create_app
 from yamblab.platform.service import Service
 

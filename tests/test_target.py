@@ -11,8 +11,8 @@ from yamblab.errors import DamagedFileError, UnreachablePositionError
 from yamblab.games.dice import N_SUB_KEEPS, P_ROLL, P_ROLL_GIVEN_KEEP, ROLLS, SUB_KEEPS
 from yamblab.games.yahtzee.rules import (OFFICIAL, BoundaryState, YahtzeeRules, legal_boxes,
                                          score_box)
-from yamblab.oracle import _target
-from yamblab.oracle.target import TargetTable
+from yamblab.oracle.yahtzee import _target
+from yamblab.oracle.yahtzee.target import TargetTable
 
 S = 80
 

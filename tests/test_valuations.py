@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from yamblab.games.yahtzee.rules import OFFICIAL, BoundaryState, reachable_upper_totals
-from yamblab.oracle.policy_eval import expected_score
+from yamblab.oracle.yahtzee.policy_eval import expected_score
 from yamblab.oracle.valuations import RuleOfThumb, fit_additive, named_rule, split_stages
 
 
@@ -99,7 +99,7 @@ def test_stage_constants_do_not_change_optimal_play(official_table):
 @pytest.mark.slow
 def test_exact_breakdown_agrees_with_sampled_grading(official_table):
     from yamblab.agents.yahtzee_agents import TurnPerfectAgent
-    from yamblab.oracle.grading import grade
+    from yamblab.oracle.yahtzee.grading import grade
     from yamblab.oracle.occupancy import forward_occupancy
 
     W = named_rule("average").table()
@@ -285,7 +285,7 @@ def test_cli_refuses_step_with_optuna_and_a_plot_that_is_not_png(tmp_path):
 
 def test_cli_breakdown_plot_of_several_valuations(tmp_path):
     from yamblab.games.yahtzee.rules import YahtzeeRules
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.table import OracleTable
     from yamblab.platform.cli import app
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -8,7 +8,7 @@ from yamblab.errors import UnknownVariantError
 from yamblab.games.yamb.rules import PRESETS, card_total, get_preset, row_score
 from yamblab.games.protocol import make_game
 from yamblab.games.yamb.engine import YambBatch
-from yamblab.oracle.yamb_grading import grade_yamb, play_scores
+from yamblab.oracle.yamb.grading import grade_yamb, play_scores
 
 CRO = get_preset("croatian")
 
@@ -95,7 +95,7 @@ def test_full_turn_search_on_the_column_oracle_plays_with_zero_regret():
 
 
 def test_unique_rows_groups_equal_rows_exactly():
-    from yamblab.oracle.yamb_turn import _unique_rows
+    from yamblab.oracle.yamb.turn import _unique_rows
 
     rng = np.random.default_rng(4)
     base = rng.normal(size=(5, 30))
@@ -108,7 +108,7 @@ def test_unique_rows_groups_equal_rows_exactly():
 
 
 def test_best_box_over_legal_boxes_equals_the_masked_max():
-    from yamblab.oracle.yamb_turn import NEG, _best_box
+    from yamblab.oracle.yamb.turn import NEG, _best_box
 
     rng = np.random.default_rng(5)
     B, C, R, L, n_rolls, smax = 6, 4, 13, 3, 252, 80

@@ -9,8 +9,8 @@ import pytest
 
 from yamblab.errors import ConfigError, IllegalActionError, UnreachablePositionError
 from yamblab.games.yamb.rules import column_parts, get_preset, row_score
-from yamblab.oracle.yamb_column import ColumnOracle
-from yamblab.oracle.yamb_free import FreeColumnOracle, free_column_layout
+from yamblab.oracle.yamb.column import ColumnOracle
+from yamblab.oracle.yamb.free import FreeColumnOracle, free_column_layout
 
 CRO = get_preset("croatian")
 SIX = get_preset("six_dice")
@@ -156,7 +156,7 @@ def test_bad_input():
 
 
 def test_layout_counts_cover_the_reachable_states():
-    from yamblab.oracle.yamb_column import free_column_state_count
+    from yamblab.oracle.yamb.column import free_column_state_count
 
     lay = free_column_layout("croatian")
     assert lay["lanes"] == 18_964_672 >= free_column_state_count("croatian")["states"]
@@ -168,7 +168,7 @@ def test_oracle_agent_plays_to_its_value():
     # optimal play in the engine (its own scoring) averages the oracle's value.
     from yamblab.games.yamb.rules import FIXED_ROWS
     from yamblab.games.yamb.engine import YambBatch
-    from yamblab.oracle.yamb_free import FreeColumnOracleAgent
+    from yamblab.oracle.yamb.free import FreeColumnOracleAgent
 
     rules = CRO.replace(rows=FIXED_ROWS + ("yamb",), upper_bonus=0)
     o = FreeColumnOracle(rules, n_threads=1)
@@ -181,9 +181,9 @@ def test_oracle_agent_plays_to_its_value():
 
 
 def test_cli_entry_point_routes_free(monkeypatch):
-    import yamblab.oracle.yamb_free as yf
+    import yamblab.oracle.yamb.free as yf
     from yamblab.errors import UnknownVariantError
-    from yamblab.platform.yamb_report import build_column_oracle
+    from yamblab.oracle.yamb.build import build_column_oracle
 
     class Stub:
         def __init__(self, rules):

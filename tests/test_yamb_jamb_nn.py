@@ -16,7 +16,7 @@ from yamblab.games.dice6 import dice_tables
 from yamblab.games.yamb.engine import YambBatch, new_yamb_batch
 from yamblab.games.yamb.rules import (PRESETS, YambRules, card_total, column_parts, get_preset,
                                       legal_boxes, row_score)
-from yamblab.oracle.yamb_turn import _turn_dp
+from yamblab.oracle.yamb.turn import _turn_dp
 
 JNN = get_preset("jamb_nn")
 DOWN, FREE, UP, ANN = range(4)

@@ -6,9 +6,9 @@ import pytest
 from yamblab.errors import IllegalActionError, UnknownVariantError, UnreachablePositionError
 from yamblab.games.dice6 import dice_tables
 from yamblab.games.yamb.rules import get_preset
-from yamblab.platform.yamb_report import build_column_oracle
+from yamblab.oracle.yamb.build import build_column_oracle
 from yamblab.games.yamb.engine import YambBatch
-from yamblab.oracle.yamb_column import (ColumnOracle, ColumnOracleAgent, decision_regrets,
+from yamblab.oracle.yamb.column import (ColumnOracle, ColumnOracleAgent, decision_regrets,
                                         free_column_state_count)
 
 CRO = get_preset("croatian")

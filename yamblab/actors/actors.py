@@ -57,7 +57,7 @@ class OracleService:
 
     def __init__(self, rules_name: str):
         from yamblab.games.yahtzee.rules import YahtzeeRules
-        from yamblab.oracle.table import OracleTable
+        from yamblab.oracle.yahtzee.table import OracleTable
 
         self.rules = YahtzeeRules.parse(rules_name)
         self.table = OracleTable.get(self.rules)
@@ -77,8 +77,8 @@ class OracleService:
         return self.table.new_game_value
 
     def grade(self, states, rolls, rolls_left, keeps, actions) -> np.ndarray:
-        """Regret of each recorded decision (see :func:`yamblab.oracle.grading.grade_decisions`)."""
-        from yamblab.oracle.grading import grade_decisions
+        """Regret of each recorded decision (see :func:`yamblab.oracle.yahtzee.grading.grade_decisions`)."""
+        from yamblab.oracle.yahtzee.grading import grade_decisions
 
         self.graded += len(actions)
         return grade_decisions(self.table, states, rolls, rolls_left, keeps, actions)
@@ -314,12 +314,12 @@ class Evaluator:
         return bool(self.cfg.exact_evaluated)
 
     def grade(self, agent, games: int | None = None):
-        """A :class:`~yamblab.oracle.grading.GradeReport` of ``agent`` on the evaluation games
+        """A :class:`~yamblab.oracle.report.GradeReport` of ``agent`` on the evaluation games
         (the first ``games`` of them; default ``runtime.eval_games``)."""
         rt = self.cfg.runtime
         n_games = games or rt.eval_games
         if self.game.name == "yamb":
-            from yamblab.oracle.yamb_grading import grade_yamb, play_scores
+            from yamblab.oracle.yamb.grading import grade_yamb, play_scores
 
             if self.game.oracle_column is None and self._baseline is None:
                 from yamblab.agents.base import make_agent
@@ -332,7 +332,7 @@ class Evaluator:
                                                     "baseline_scores": self._baseline[1][:n_games],
                                                     "yardsticks": {"greedy": self._greedy[:n_games]}}
             return grade_yamb(agent, self.game, games=n_games, seed=rt.eval_seed, **kw)
-        from yamblab.oracle.grading import decision_kinds, grade
+        from yamblab.oracle.yahtzee.grading import decision_kinds, grade
 
         service = self.service
         if isinstance(service, OracleService):    # the run's roles share one process
@@ -364,7 +364,7 @@ def _add_mode(out: dict, name: str, per_game: np.ndarray) -> None:
     """Add a graded loss to an evaluation's payload as a mode: its per-game values (float64
     (games,), points or the loss's own unit) and ``eval.NAME.regret_mean`` with its Student-t
     95% interval over the games (a zero-width one for a single number)."""
-    from yamblab.oracle.grading import mean_ci
+    from yamblab.oracle.report import mean_ci
 
     m, lo, hi = mean_ci(per_game)
     out["modes"][name] = {"per_game_regret": per_game, "loss": name}

@@ -80,12 +80,12 @@ def _search(game, table=None, seed=0, valuation: str = "oracle", depth: str = "f
         if depth != "full_turn":
             raise ConfigError(f"the oracle valuation drives full-turn search only (got depth {depth!r})")
         if game.name == "yamb":
-            from yamblab.oracle.yamb_oracles import column_oracle
+            from yamblab.oracle.yamb.oracles import column_oracle
             from yamblab.search.valuation import YambColumnOracleValuation
 
             return SearchAgent(game, YambColumnOracleValuation(column_oracle(game.rules)), depth,
                                name="search-oracle")
-        from yamblab.oracle.table import OracleTable
+        from yamblab.oracle.yahtzee.table import OracleTable
 
         table = table or OracleTable.get(game.rules)
         return SearchAgent(game, table.values, depth, name="search-oracle")

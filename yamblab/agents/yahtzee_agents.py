@@ -4,7 +4,7 @@ A **turn-perfect agent** (the Best Values post) plays each turn exactly: every k
 maximises the points scored this turn plus a *valuation* of the boundary state it leaves.
 With the oracle table as valuation it is optimal; with the zero valuation it is greedy.
 Ties go to the first box in card order and to the keep with the lowest keep index, the same
-rules as :func:`yamblab.oracle.policy_eval.evaluate_policy`, so that simulated games and the
+rules as :func:`yamblab.oracle.yahtzee.policy_eval.evaluate_policy`, so that simulated games and the
 exact evaluation follow the same policy.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 from yamblab.agents.base import Agent, register
 from yamblab.games.dice import KEEP_OFFSET
 from yamblab.games.yahtzee.rules import YahtzeeRules
-from yamblab.oracle.turn import TurnValues
+from yamblab.oracle.yahtzee.turn import TurnValues
 
 KEEP_ALL_HOLD = 31
 
@@ -94,7 +94,7 @@ def _greedy(game, table=None, seed=0, **_):
 
 @register("oracle")
 def _oracle(game, table=None, seed=0, **_):
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     table = table or OracleTable.get(game.rules)
     return TurnPerfectAgent(table.values, game.rules, name="oracle")

@@ -27,7 +27,7 @@ import numpy as np
 
 from yamblab.agents.base import Agent, register
 from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules
-from yamblab.oracle.yamb_turn import TurnPlanner, row_par
+from yamblab.oracle.yamb.turn import TurnPlanner, row_par
 
 
 
@@ -147,14 +147,14 @@ def _heuristic(game, table=None, seed=0, **_):
 @register("oracle", game="yamb")
 def _oracle(game, table=None, seed=0, **_):
     """Optimal play of a single down, up or free column (its exact oracle)."""
-    from yamblab.oracle.yamb_oracles import column_oracle
+    from yamblab.oracle.yamb.oracles import column_oracle
 
     oracle = column_oracle(game.rules)
     if game.rules.columns[0] == "free":
-        from yamblab.oracle.yamb_free import FreeColumnOracleAgent
+        from yamblab.oracle.yamb.free import FreeColumnOracleAgent
 
         return FreeColumnOracleAgent(oracle)
-    from yamblab.oracle.yamb_column import ColumnOracleAgent
+    from yamblab.oracle.yamb.column import ColumnOracleAgent
 
     return ColumnOracleAgent(oracle)
 

@@ -80,7 +80,7 @@ class ProbeReport:
 
 def correct_actions(rules: YahtzeeRules, table, probes=PROBES, tol: float = 1e-9) -> np.ndarray:
     """bool (len(probes), 45): the oracle-optimal actions of each probe."""
-    from yamblab.oracle.turn import TurnValues
+    from yamblab.oracle.yahtzee.turn import TurnValues
 
     b = probe_batch(probes, rules)
     box, hold, _ = TurnValues(table.values, rules).action_values(b)
@@ -92,7 +92,7 @@ def correct_actions(rules: YahtzeeRules, table, probes=PROBES, tol: float = 1e-9
 def run_probes(agent, rules: YahtzeeRules, table=None, probes=PROBES) -> ProbeReport:
     """Ask ``agent`` every probe once (noise-free) and compare with the oracle's answers."""
     if table is None:
-        from yamblab.oracle.table import OracleTable
+        from yamblab.oracle.yahtzee.table import OracleTable
 
         table = OracleTable.get(rules)
     ok = correct_actions(rules, table, probes)

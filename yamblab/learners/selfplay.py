@@ -115,7 +115,7 @@ class SelfPlay:
         self.version = -1
         self.oracle_table = oracle_table
         if train_cfg.distill_oracle and oracle_table is None:
-            from yamblab.oracle.table import OracleTable
+            from yamblab.oracle.yahtzee.table import OracleTable
 
             self.oracle_table = OracleTable.get(rules)
         self._bot = None

@@ -2,7 +2,7 @@
 
 Full-turn search plays every turn exactly against the network's value of the boundary states
 the turn can end in, so the network is a valuation: value every reachable boundary state in
-batched forward passes, and the backward pass of :mod:`yamblab.oracle.policy_eval` gives the
+batched forward passes, and the backward pass of :mod:`yamblab.oracle.yahtzee.policy_eval` gives the
 exact expected score of the agent that plays against those values, with no sampling noise.
 
 **What the network is given.** A boundary state is (filled boxes, upper subtotal capped at 63,
@@ -22,7 +22,7 @@ import numpy as np
 from yamblab.games.yahtzee.canonical import LOWER_REPRESENTATIVE, canonical_card, upper_splits
 from yamblab.games.yahtzee.game import encode_yahtzee_boundary
 from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
-from yamblab.oracle.policy_eval import expected_score
+from yamblab.oracle.yahtzee.policy_eval import expected_score
 
 __all__ = ["canonical_cards", "network_table", "exact_network_score"]
 
@@ -119,7 +119,7 @@ def exact_network_score(net, rules: YahtzeeRules = OFFICIAL, oracle_value: float
         ``evaluation_seconds`` (backward pass). No sampling noise.
     """
     if oracle_value is None:
-        from yamblab.oracle.table import OracleTable
+        from yamblab.oracle.yahtzee.table import OracleTable
 
         oracle_value = OracleTable.get(rules).new_game_value
     t0 = time.perf_counter()

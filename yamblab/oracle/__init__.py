@@ -1,2 +1,3 @@
-"""The exact solvers: Yahtzee's oracle table and per-turn pass, advice, grading, exact policy
-evaluation, rules of thumb and their tuning, the target-score table; Yamb's column oracles."""
+"""The exact solvers, one folder per game: Yahtzee's (:mod:`.yahtzee`) and Yamb's single-column
+oracles (:mod:`.yamb`); what grading reports for any game (:mod:`.report`); the rules of thumb
+and their tuning (valuations, tuning, occupancy)."""

@@ -1,12 +1,12 @@
 """Exact forward occupancy of a turn-perfect agent, and where its points are lost (the Best Values post).
 
 That post sampled 200,000 games per rule of thumb to see where the points go. Here nothing is
-sampled: the forward pass (:func:`yamblab.oracle._occupancy.forward`) pushes the probability of
+sampled: the forward pass (:func:`yamblab.oracle.yahtzee._occupancy.forward`) pushes the probability of
 every boundary state through each turn of the turn-perfect agent of a valuation ``W`` and adds
 up, exactly, the probability that a game visits each boundary state, each box's mean score and
 zero rate, the upper-bonus rate, the expected Yahtzee-bonus points, and, against the oracle
 table, the expected regret per game of each decision kind (first keep, second keep, box) and of
-the box decisions by box, charged as :func:`yamblab.oracle.grading.grade` charges played games.
+the box decisions by box, charged as :func:`yamblab.oracle.yahtzee.grading.grade` charges played games.
 The regrets add up to the oracle's value minus the agent's exact expected score (the sum of a
 game's regrets telescopes to its expected shortfall).
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from yamblab.games.yahtzee.rules import BOX_LABELS, OFFICIAL, YahtzeeRules
-from yamblab.oracle import _occupancy
+from yamblab.oracle.yahtzee import _occupancy
 
 DECISIONS = ("first keep", "second keep", "box")
 

@@ -2,7 +2,7 @@
 descent, and Optuna).
 
 The objective is noise-free: the exact expected score of the turn-perfect agent of the rule
-(:func:`yamblab.oracle.policy_eval.expected_score`, one backward pass, seconds on two cores).
+(:func:`yamblab.oracle.yahtzee.policy_eval.expected_score`, one backward pass, seconds on two cores).
 :func:`coordinate_descent` is the Best Values post's method: one parameter at a time, try a step up and
 down, keep any improvement, halve the step after a pass without one. :func:`optuna_search`
 runs an Optuna sampler (TPE, or CMA-ES through the ``cmaes`` package) in a box
@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
-from yamblab.oracle.policy_eval import expected_score
+from yamblab.oracle.yahtzee.policy_eval import expected_score
 from yamblab.oracle.valuations import RuleOfThumb
 
 __all__ = ["TuneResult", "coordinate_descent", "optuna_search", "exact_score"]

@@ -3,7 +3,7 @@
 
 A **valuation** is any function of the boundary state (filled boxes, upper subtotal capped at
 63, Yahtzee box) worth "points still to come"; the turn-perfect agent of a valuation plays every
-keep and box exactly against it (:mod:`yamblab.oracle.policy_eval`). A :class:`RuleOfThumb`
+keep and box exactly against it (:mod:`yamblab.oracle.yahtzee.policy_eval`). A :class:`RuleOfThumb`
 is a formula of the Best Values post's family, a pydantic model with its parameters:
 
     W(s) = Σ_{open boxes b} v_b(stage)  +  bonus(s)  +  y · [Yahtzee box holds 50]
@@ -195,7 +195,7 @@ class RuleOfThumb(BaseModel):
 @lru_cache(maxsize=8)
 def _optimal_box_means(rules_key: str) -> tuple[float, ...]:
     from yamblab.oracle.occupancy import forward_occupancy
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     rules = YahtzeeRules.parse(rules_key) if rules_key != OFFICIAL.key else OFFICIAL
     V = OracleTable.get(rules).values

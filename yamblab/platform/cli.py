@@ -126,7 +126,7 @@ def oracle_build(
         raise YamblabError(f"--cache-dir {cache_dir} is a file, not a folder")
     import time
 
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     r = _rules(rules or "forced")
     t0 = time.perf_counter()
@@ -167,9 +167,9 @@ def advise(
     """Rank every legal keep and box of a position by its exact expected final score."""
     from yamblab.errors import UnreachablePositionError
     from yamblab.games.dice import validate_dice
-    from yamblab.oracle.advice import advise as _advise
-    from yamblab.oracle.advice import card_position
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.advice import advise as _advise
+    from yamblab.oracle.yahtzee.advice import card_position
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     r = _rules(rules)
     validate_dice(dice)
@@ -264,14 +264,14 @@ def grade(
     if depth is not None:
         options["depth"] = depth
     if g.name == "yamb":
-        from yamblab.oracle.yamb_grading import grade_yamb
+        from yamblab.oracle.yamb.grading import grade_yamb
 
         a = make_agent(agent, g, seed=seed, **options)
         base = None if g.oracle_column else make_agent(versus or "heuristic", g, seed=seed)
         report = grade_yamb(a, g, games=games, seed=seed, baseline=base, progress=not as_json)
     else:
-        from yamblab.oracle.grading import grade as _grade
-        from yamblab.oracle.table import OracleTable
+        from yamblab.oracle.yahtzee.grading import grade as _grade
+        from yamblab.oracle.yahtzee.table import OracleTable
 
         table = OracleTable.get(g.rules)
         a = make_agent(agent, g, table=table, seed=seed, **options)
@@ -289,9 +289,9 @@ def baseline(
     """Build the oracle, evaluate greedy play exactly, and grade the baseline agents."""
     from yamblab.agents.base import make_agent
     from yamblab.agents.yahtzee_agents import zero_valuation
-    from yamblab.oracle.grading import grade as _grade
-    from yamblab.oracle.policy_eval import expected_score
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.grading import grade as _grade
+    from yamblab.oracle.yahtzee.policy_eval import expected_score
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     r = _rules(rules)
     table = OracleTable.get(r, progress=True)
@@ -508,7 +508,7 @@ def _machine_speed() -> str:
     import time
 
     from yamblab.games.yahtzee.rules import OFFICIAL
-    from yamblab.oracle import _kernels
+    from yamblab.oracle.yahtzee import _kernels
     from yamblab.platform.runtime import machine_description
 
     t0 = time.perf_counter()
@@ -518,9 +518,9 @@ def _machine_speed() -> str:
 
 def _yamb_api():
     try:
-        return importlib.import_module("yamblab.platform.yamb_report")
+        return importlib.import_module("yamblab.oracle.yamb.build")
     except ModuleNotFoundError as exc:
-        if exc.name == "yamblab.platform.yamb_report":
+        if exc.name == "yamblab.oracle.yamb.build":
             raise YamblabError("Yamb support is not installed in this version of yamblab") from None
         raise
 

@@ -8,8 +8,8 @@ import typer
 from yamblab.errors import IllegalActionError, YamblabError
 from yamblab.games.yahtzee.engine import new_batch
 from yamblab.games.yahtzee.rules import BOX_LABELS, box_index
-from yamblab.oracle.grading import Grader
-from yamblab.oracle.table import OracleTable
+from yamblab.oracle.yahtzee.grading import Grader
+from yamblab.oracle.yahtzee.table import OracleTable
 
 
 def parse_move(text: str, rolls_left: int) -> int:

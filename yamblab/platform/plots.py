@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from yamblab.oracle.grading import mean_ci
+from yamblab.oracle.report import mean_ci
 
 
 def _plt():
@@ -85,13 +85,13 @@ def score_histogram(scores: np.ndarray, cfg, table):
     game = cfg.game_obj
     games = len(scores)
     if game.name == "yahtzee":
-        from yamblab.oracle.grading import grade
+        from yamblab.oracle.yahtzee.grading import grade
 
         ref_name = "optimal player"
         opt = grade(make_agent("oracle", game, table=table), game.rules, games=games,
                     seed=cfg.runtime.eval_seed, table=table).scores
     else:
-        from yamblab.oracle.yamb_grading import play_scores
+        from yamblab.oracle.yamb.grading import play_scores
 
         ref_name = "optimal player" if game.oracle_column else "heuristic bot"
         ref = make_agent("oracle" if game.oracle_column else "heuristic", game)

@@ -231,7 +231,7 @@ class RayBackend:
     def oracle_table(self):
         """Yahtzee's oracle table (None for Yamb)."""
         if self._table is None and self.cfg.game == "yahtzee":
-            from yamblab.oracle.table import OracleTable
+            from yamblab.oracle.yahtzee.table import OracleTable
 
             self._table = OracleTable.get(self.cfg.rules_obj)
         return self._table

@@ -26,9 +26,9 @@ from yamblab.games.dice import validate_dice
 from yamblab.games.yahtzee.engine import new_batch
 from yamblab.games.yahtzee.rules import (BOX_LABELS, BOX_NAMES, UPPER_BONUS_THRESHOLD, BoundaryState,
                                          YahtzeeRules, box_index, score_box)
-from yamblab.oracle.advice import advise, card_position
-from yamblab.oracle.grading import DECISIONS, Grader
-from yamblab.oracle.table import OracleTable
+from yamblab.oracle.yahtzee.advice import advise, card_position
+from yamblab.oracle.yahtzee.grading import DECISIONS, Grader
+from yamblab.oracle.yahtzee.table import OracleTable
 
 __all__ = ["Service", "BASELINE_AGENTS", "parse_move"]
 
@@ -111,8 +111,8 @@ class Service:
         yamb_free: also build the free-column oracle of each Yamb preset (about 20 s and
             150 MB each).
         target: ``True``: also load (or build: minutes) the target-score table of the first
-            variant (:mod:`yamblab.oracle.target`) answering up to ``target_max_points``
-            points still needed; or a :class:`~yamblab.oracle.target.TargetTable` to serve.
+            variant (:mod:`yamblab.oracle.yahtzee.target`) answering up to ``target_max_points``
+            points still needed; or a :class:`~yamblab.oracle.yahtzee.target.TargetTable` to serve.
 
     Raises:
         UnknownVariantError: an unknown variant or preset.
@@ -135,18 +135,18 @@ class Service:
         self._agents: dict[tuple[str, str], _AgentSlot] = {}
         self._agents_lock = threading.Lock()
         self.yamb: dict[tuple[str, str], object] = {}
-        from yamblab.oracle.yamb_column import ColumnOracle
+        from yamblab.oracle.yamb.column import ColumnOracle
 
         for preset in yamb_presets:
             for column in ("down", "up"):
                 self.yamb[(preset, column)] = ColumnOracle(preset, column)
             if yamb_free:
-                from yamblab.oracle.yamb_free import FreeColumnOracle
+                from yamblab.oracle.yamb.free import FreeColumnOracle
 
                 self.yamb[(preset, "free")] = FreeColumnOracle(preset)
         self.target = None
         if target is True:
-            from yamblab.oracle.target import TargetTable
+            from yamblab.oracle.yahtzee.target import TargetTable
 
             self.target = TargetTable.get(parsed[0], target_max_points, progress=progress)
         elif target:

@@ -50,7 +50,7 @@ def resolve_valuation(spec: str, rules, table, progress: bool = True) -> tuple[s
     Args:
         spec: a name of :data:`NAMES`, or the path of a rule file, a ``.npy`` table or a
             checkpoint (``.pt``; its network's value of every reachable boundary state).
-        rules: the variant; table: its :class:`~yamblab.oracle.table.OracleTable`.
+        rules: the variant; table: its :class:`~yamblab.oracle.yahtzee.table.OracleTable`.
 
     Returns:
         ``(label, W float64 (4096, 3, 64), extra)``: extra holds a fit's error or a network's
@@ -127,8 +127,8 @@ def check_valuation_spec(spec: str, option: str = "--valuation") -> None:
 def evaluate_command(valuation: str, rules: str, breakdown: bool, as_json: bool) -> None:
     """``yamblab oracle evaluate``: the exact score (and breakdown) of a valuation's agent."""
     from yamblab.oracle.occupancy import forward_occupancy
-    from yamblab.oracle.policy_eval import expected_score
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.policy_eval import expected_score
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     r = _rules(rules)
     check_valuation_spec(valuation)
@@ -210,7 +210,7 @@ def table_rows(rules, progress: bool = True, occupancies: dict | None = None) ->
     """
     from yamblab.oracle import valuations as V
     from yamblab.oracle.occupancy import forward_occupancy
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     from yamblab.games.yahtzee.rules import OFFICIAL
 
@@ -350,7 +350,7 @@ def breakdown_cmd(
     @_user_errors
     def run():
         from yamblab.oracle.occupancy import forward_occupancy
-        from yamblab.oracle.table import OracleTable
+        from yamblab.oracle.yahtzee.table import OracleTable
 
         r = _rules(rules)
         for spec in valuation:

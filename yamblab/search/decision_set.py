@@ -9,10 +9,10 @@ come after every legal action. A policy's **regret** at a position is the oracle
 minus the value of the policy's choice (the grading of "The Best Values Aren't the Averages",
 the article that grades rules of thumb by the solver); the values come from the backward solver
 (the "How The AI Works" page of a Yahtzee web game) through the same full-turn pass as
-:mod:`yamblab.oracle.grading`.
+:mod:`yamblab.oracle.yahtzee.grading`.
 
-Sets are cached like :class:`~yamblab.oracle.table.OracleTable`: one file per game rules digest,
-set version, number of games and dice seed, in :func:`yamblab.oracle.table.cache_dir`, written
+Sets are cached like :class:`~yamblab.oracle.yahtzee.table.OracleTable`: one file per game rules digest,
+set version, number of games and dice seed, in :func:`yamblab.oracle.yahtzee.table.cache_dir`, written
 atomically with a checksum that is verified on load.
 """
 
@@ -155,11 +155,11 @@ def _oracle_search(game):
     from yamblab.search.expectimax import make_search
 
     if game.name == "yamb":
-        from yamblab.oracle.yamb_oracles import column_oracle
+        from yamblab.oracle.yamb.oracles import column_oracle
         from yamblab.search.valuation import YambColumnOracleValuation
 
         return make_search("full_turn", game, YambColumnOracleValuation(column_oracle(game.rules)))
-    from yamblab.oracle.table import OracleTable
+    from yamblab.oracle.yahtzee.table import OracleTable
 
     return make_search("full_turn", game, OracleTable.get(game.rules).values)
 
@@ -230,7 +230,7 @@ def build_decision_set(game, games: int, seed: int, progress: bool = False) -> D
 # ----------------------------------------------------------------------------- cache
 def cache_path(game, games: int, seed: int, directory: str | Path | None = None) -> Path:
     """Where the decision set of ``game`` (``games`` games of dice seed ``seed``) is cached."""
-    from yamblab.oracle.table import cache_dir
+    from yamblab.oracle.yahtzee.table import cache_dir
 
     return Path(directory or cache_dir()) / f"decision-set-{game.digest}-v{SET_VERSION}-{int(games)}g-s{int(seed)}.npz"
 
@@ -281,12 +281,12 @@ def decision_set(game, games: int = 600, seed: int = DECISION_SEED, cache: bool 
     """Build (or load from the cache) the positions visited by the oracle's own optimal play on
     ``games`` games of dice seed ``seed``, with the oracle's value of every legal action.
 
-    The oracle is Yahtzee's table (:meth:`~yamblab.oracle.table.OracleTable.get` of the game's
-    rules) or a single Yamb column's (:func:`~yamblab.oracle.yamb_oracles.column_oracle`), played
+    The oracle is Yahtzee's table (:meth:`~yamblab.oracle.yahtzee.table.OracleTable.get` of the game's
+    rules) or a single Yamb column's (:func:`~yamblab.oracle.yamb.oracles.column_oracle`), played
     by its full-turn search (optimal play; ties go to the first action of the shared space). At
     every step each unfinished game's position is recorded with the search's Q, which is the
-    same value the regret grading uses (:class:`~yamblab.oracle.grading.Grader`,
-    :func:`~yamblab.oracle.yamb_grading.column_regrets`). About 37 positions per Yahtzee game
+    same value the regret grading uses (:class:`~yamblab.oracle.yahtzee.grading.Grader`,
+    :func:`~yamblab.oracle.yamb.grading.column_regrets`). About 37 positions per Yahtzee game
     (about 22,000 for 600 games); a Yamb column's decision kinds are mapped by rolls left
     (two or more: ``first_keep``; a turn with more rolls puts all its early keeps there).
 
@@ -294,7 +294,7 @@ def decision_set(game, games: int = 600, seed: int = DECISION_SEED, cache: bool 
         game: a :class:`~yamblab.games.protocol.Game` (``make_game``).
         games: number of games (game numbers 0 .. games-1 of dice seed ``seed``).
         seed: the dice seed.
-        cache: True: load from / save to :func:`yamblab.oracle.table.cache_dir`; a folder (str
+        cache: True: load from / save to :func:`yamblab.oracle.yahtzee.table.cache_dir`; a folder (str
             or Path): use that folder; False: build, neither reading nor writing a set file (the
             oracle table keeps its own cache).
         progress: a progress bar over games while building.

@@ -11,7 +11,7 @@ Three depths (:data:`DEPTHS`):
   of that boundary state: the value head is trained on boundary positions (dice absent) to
   predict exactly that average, so it is not expanded a second time.
 * ``"full_turn"``: exact play to the end of the turn. The within-turn pass of the oracle
-  (:func:`yamblab.oracle._kernels.turn_solutions`) runs with the valuation at the at most
+  (:func:`yamblab.oracle.yahtzee._kernels.turn_solutions`) runs with the valuation at the at most
   44 boundary states the turn can end in (the same pass as the oracle's). With the oracle table as
   valuation this is optimal play.
 
@@ -37,8 +37,8 @@ from yamblab.games.encoding import HOLD_OFFSET, N_ACTIONS, EncodedBatch
 from yamblab.games.yahtzee.game import encode_yahtzee_boundary as encode_boundary
 from yamblab.games.yahtzee.game import encode_yahtzee_positions as encode_positions
 from yamblab.games.yahtzee.rules import YahtzeeRules
-from yamblab.oracle import _kernels
-from yamblab.oracle.turn import TurnValues, hold_values
+from yamblab.oracle.yahtzee import _kernels
+from yamblab.oracle.yahtzee.turn import TurnValues, hold_values
 from yamblab.search.valuation import NetworkValuation, is_valuation
 
 DEPTHS = ("none", "one_step", "full_turn")
@@ -109,11 +109,11 @@ class FullTurnSearch:
     Args:
         rules: the variant.
         valuation: a float64 (4096, 3, 64) table (the oracle's, or any other), an
-            :class:`~yamblab.oracle.table.OracleTable`, or any object with a method
+            :class:`~yamblab.oracle.yahtzee.table.OracleTable`, or any object with a method
             ``values(enc: EncodedBatch) -> float64 (m,)`` such as :class:`NetworkValuation`.
 
     The keep values of a turn are computed once, when the turn starts (like
-    :class:`~yamblab.oracle.turn.TurnValues`); a network valuation is asked once
+    :class:`~yamblab.oracle.yahtzee.turn.TurnValues`); a network valuation is asked once
     per turn for the at most 44 successor boundary states of every game, all games in one
     batched forward pass.
     """

@@ -9,7 +9,7 @@ leaves) and, for one-step search, about positions with dice. The protocol is one
 Implementations: :class:`NetworkValuation` (a network's value head, or its boundary head on
 boundary positions) and :class:`YambColumnOracleValuation` (the exact value of a single Yamb
 column game's card). Yahtzee's oracle table and rules of thumb are tables over the 536,448
-boundary states, which full-turn search uses directly (:class:`~yamblab.oracle.turn.TurnValues`).
+boundary states, which full-turn search uses directly (:class:`~yamblab.oracle.yahtzee.turn.TurnValues`).
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ class YambColumnOracleValuation:
     """The exact value of the card of a single-column Yamb game (down, up or free).
 
     Args:
-        oracle: a :class:`~yamblab.oracle.yamb_column.ColumnOracle` or
-            :class:`~yamblab.oracle.yamb_free.FreeColumnOracle`.
+        oracle: a :class:`~yamblab.oracle.yamb.column.ColumnOracle` or
+            :class:`~yamblab.oracle.yamb.free.FreeColumnOracle`.
 
     ``values`` decodes the card of each boundary position and asks the oracle for the
     expected points still to come under optimal play (the position's dice are ignored: use it

@@ -4,7 +4,7 @@
 * :class:`YambFullTurnSearch` plays the rest of the turn exactly — every reroll, every box,
   whether to announce after the first roll, the longer last turn — against a
   :class:`~yamblab.search.valuation.Valuation` of the card the turn leaves: it is Yamb's
-  per-turn pass (:class:`~yamblab.oracle.yamb_turn.TurnPlanner`) with the box valuation
+  per-turn pass (:class:`~yamblab.oracle.yamb.turn.TurnPlanner`) with the box valuation
   ``W(box, s) = points the box adds now + V(card with s in the box)``. The valuation is asked
   once per turn, for every box the turn may end in and every score that box can take, all
   games in one batched call. With the exact oracle of a single-column game as valuation it is
@@ -29,7 +29,7 @@ from yamblab.games.encoding import N_ACTIONS
 from yamblab.games.yamb.engine import yamb_action_to_shared
 from yamblab.games.yamb.game import BoundaryEncoder, encode_yamb_boundary, encode_yamb_positions
 from yamblab.games.yamb.rules import YambRules, column_next_rows
-from yamblab.oracle.yamb_turn import NEG, TurnPlanner
+from yamblab.oracle.yamb.turn import NEG, TurnPlanner
 
 CHUNK = 128
 

@@ -2,8 +2,8 @@
 
 ``YambGame.from_preset("croatian", ["free"])`` is the single free-column game: 13 turns, the
 preset's dice, rolls, scoring and bonuses, one column filled in any order. A game of one
-``down``, ``up`` or ``free`` column has an exact oracle (:mod:`yamblab.oracle.yamb_column`,
-:mod:`yamblab.oracle.yamb_free`); a card of several columns has none.
+``down``, ``up`` or ``free`` column has an exact oracle (:mod:`yamblab.oracle.yamb.column`,
+:mod:`yamblab.oracle.yamb.free`); a card of several columns has none.
 """
 
 from __future__ import annotations

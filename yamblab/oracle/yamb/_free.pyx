@@ -13,7 +13,7 @@ the **lanes** are the other state dimensions, laid out ``lane = mid * U[mask] + 
   settled (1).
 
 The within-turn pass ("How The AI Works") runs once per (mask, chunk of lanes) on contiguous lane vectors,
-as in :mod:`yamblab.oracle._kernels`: keep values are averaged one die at a time (6 additions
+as in :mod:`yamblab.oracle.yahtzee._kernels`: keep values are averaged one die at a time (6 additions
 per keep, ``keep_add``) and the best keep inside a roll comes from the recursion
 ``B[k] = max(A[k], max_f B[k - f])`` over sub-keeps (``keep_sub``). The kernel knows no row's
 scoring: the caller passes, per row, the sorted distinct scores (``xval``) and per roll number

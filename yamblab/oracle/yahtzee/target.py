@@ -5,7 +5,7 @@ For every boundary state the table holds the tail distribution of the points sti
 maximises that very probability; timpalpant/yahtzee builds the same table (1,500 float32 entries per
 state, 1.8 GB) with three vector operations: shift by the points just scored, a
 probability-weighted add over rolls, an element-wise max over choices. The Cython kernel
-(:mod:`yamblab.oracle._target`) documents the layout. ``P(final ≥ T)`` from a position with
+(:mod:`yamblab.oracle.yahtzee._target`) documents the layout. ``P(final ≥ T)`` from a position with
 ``k`` points on the card is entry ``T - k`` of its state.
 
 Figures (``benchmarks/target_score.py``, official rules, ``max_points`` 300): 591,232 states,
@@ -14,7 +14,7 @@ Figures (``benchmarks/target_score.py``, official rules, ``max_points`` 300): 59
 new game: 17.60% by the table, 17.89% [17.37, 18.43] in 20,000 simulated games of the policy;
 expected-score play reaches 300 in 14.23% [14.02, 14.45] of 100,000 games.
 
-The table is cached like the expected-value table (:mod:`yamblab.oracle.table`): one file per
+The table is cached like the expected-value table (:mod:`yamblab.oracle.yahtzee.table`): one file per
 (variant, max_points) in ``$YAMBLAB_CACHE_DIR``, written atomically with a SHA-256 checksum; a
 damaged or foreign file is reported and rebuilt, never used.
 """
@@ -35,7 +35,7 @@ from yamblab.atomic import atomic_write
 from yamblab.errors import DamagedFileError, UnreachablePositionError
 from yamblab.games.dice import KEEP_OFFSET, hold_to_keep, keep_faces, roll_index, validate_dice
 from yamblab.games.yahtzee.rules import BOX_LABELS, BoundaryState, YahtzeeRules
-from yamblab.oracle.table import cache_dir
+from yamblab.oracle.yahtzee.table import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class TargetAdvice:
         kind: ``"keep"`` or ``"box"``; label: e.g. ``"keep 5 5"``, ``"score Chance"``.
         probability: P(final ≥ target) after this action under target-maximising play.
         loss: probability given away against the best action (0 for the best).
-        hold_mask, box, keep: as in :class:`yamblab.oracle.advice.Advice`.
+        hold_mask, box, keep: as in :class:`yamblab.oracle.yahtzee.advice.Advice`.
     """
 
     kind: str
@@ -106,7 +106,7 @@ class TargetTable:
         """
         import time
 
-        from yamblab.oracle import _target
+        from yamblab.oracle.yahtzee import _target
 
         if not 1 <= int(max_points) <= 2000:
             raise ValueError(f"max_points={max_points} must be 1..2000")
@@ -231,7 +231,7 @@ class TargetTable:
             InvalidDiceError, UnreachablePositionError: bad dice, a full card, rolls left
                 outside 0..2, or ``need`` beyond ``max_points``.
         """
-        from yamblab.oracle import _target
+        from yamblab.oracle.yahtzee import _target
 
         arr = validate_dice(dice)
         if rolls_left not in (0, 1, 2):
@@ -269,7 +269,7 @@ class TargetTable:
             ``(box float32 (n, 13) with -1 where illegal, hold float32 (n, 32) with -1 where no
             roll is left)``.
         """
-        from yamblab.oracle import _target
+        from yamblab.oracle.yahtzee import _target
 
         states = np.ascontiguousarray(batch.boundary_states())
         need = np.minimum(int(target) - batch.total.astype(np.int64), self.max_points)

@@ -1,16 +1,16 @@
 """Exact solver for one **free** Yamb column (rows filled in any order).
 
-The single-column game of a free column (:mod:`yamblab.oracle.yamb_column` for the fixed-order
+The single-column game of a free column (:mod:`yamblab.oracle.yamb.column` for the fixed-order
 columns) has the boundary state (set of filled rows, upper sum capped at the bonus threshold
 while upper rows remain, what the middle term Ones × (Max − Min) still needs). The solver
 groups states by the mask of filled rows and runs the within-turn pass of "How The AI Works" once per
 (mask, chunk of lanes) on contiguous lane vectors (the Cython kernel
-:mod:`yamblab.oracle._yamb_free`; its docstring gives the lane layout). Row scoring comes from
+:mod:`yamblab.oracle.yamb._free`; its docstring gives the lane layout). Row scoring comes from
 :func:`yamblab.games.yamb.score_table` (the reference :func:`~yamblab.games.yamb.row_score`);
 the kernel sees only per-row score indices, so it knows no rule.
 
 State space (lanes = product layout, a superset of the reachable states counted exactly by
-:func:`~yamblab.oracle.yamb_column.free_column_state_count`) and the solved values
+:func:`~yamblab.oracle.yamb.column.free_column_state_count`) and the solved values
 (``benchmarks/yamb_free_column.py``, one thread; times vary with load on a shared machine):
 
 =============  ==========  ==========  =======  ========  ================  ===================
@@ -29,7 +29,7 @@ state. Peak memory is the table plus (keeps + scores) × chunk float64 scratch p
 engine (1000 croatian games, seed 2024) averaged 290.83 ± 3.18 (95 %), z = −1.03.
 
 Sources: the "How The AI Works" page (backward induction, within-turn recurrences), the
-YoloYamb post (the game), the lane technique of :mod:`yamblab.oracle._kernels`.
+YoloYamb post (the game), the lane technique of :mod:`yamblab.oracle.yahtzee._kernels`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import numpy as np
 from yamblab.errors import ConfigError, UnreachablePositionError
 from yamblab.games.dice6 import DiceTables, dice_tables
 from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, get_preset, score_table
-from yamblab.oracle.yamb_column import ActionAdvice
+from yamblab.oracle.yamb.column import ActionAdvice
 
 __all__ = ["FreeColumnOracle", "free_column_layout"]
 
@@ -70,7 +70,7 @@ def _keep_tables(t: DiceTables) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 class _Layout:
-    """Lane layout of the free column of ``rules`` (see :mod:`yamblab.oracle._yamb_free`)."""
+    """Lane layout of the free column of ``rules`` (see :mod:`yamblab.oracle.yamb._free`)."""
 
     def __init__(self, rules: YambRules):
         tab = score_table(rules)
@@ -171,7 +171,7 @@ class FreeColumnOracle(ActionAdvice):
 
     def __init__(self, rules: YambRules | str, start=None, n_threads: int = 0,
                  chunk: int = DEFAULT_CHUNK, progress=None):
-        from yamblab.oracle import _yamb_free
+        from yamblab.oracle.yamb import _free
 
         if isinstance(rules, str):
             rules = get_preset(rules)
@@ -233,13 +233,13 @@ class FreeColumnOracle(ActionAdvice):
         varies = np.array([int((self._scores[:, c, :] != self._scores[:, c, :1]).any())
                            for c in range(R)], dtype=np.int32)
         self._xval, self._gbase, self._xi = xval, gbase, xi
-        self._kt = _yamb_free.Tables(
+        self._kt = _free.Tables(
             R, add, sub, np.array(t.p_roll_given_keep[0], dtype=np.float64), xi, xval, nx, gbase, varies,
             int(rules.rolls), int(rules.last_turn_rolls), lay.T, int(rules.upper_bonus),
             int(lay.track), lay.nO, lay.nX, lay.nN, lay.dlo, int(lay.clamp), off, lay.U, lay.M)
         t0 = time.perf_counter()
         if len(items):
-            _yamb_free.solve(self._kt, V, items, np.array(ends, dtype=np.int64), int(chunk),
+            _free.solve(self._kt, V, items, np.array(ends, dtype=np.int64), int(chunk),
                              int(n_threads), progress)
         self.solve_seconds = time.perf_counter() - t0
         self._V = V
@@ -303,7 +303,7 @@ class FreeColumnOracle(ActionAdvice):
         Raises:
             UnreachablePositionError, InvalidDiceError: a bad position, roll number or dice.
         """
-        from yamblab.oracle import _yamb_free
+        from yamblab.oracle.yamb import _free
 
         mask, lane = self.state_of(column_scores)
         R = self.rules.n_rows
@@ -314,7 +314,7 @@ class FreeColumnOracle(ActionAdvice):
         L = self.rules.last_turn_rolls if bin(mask).count("1") == R - 1 else self.rules.rolls
         if not 1 <= int(roll) <= L:
             raise UnreachablePositionError(f"roll {roll} is not 1..{L} on this turn")
-        _, G, K = _yamb_free.lane_pass(self._kt, self._V, mask, lane)
+        _, G, K = _free.lane_pass(self._kt, self._V, mask, lane)
         out = {}
         for c in range(R):
             if not (mask >> c) & 1:

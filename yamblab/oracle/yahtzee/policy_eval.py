@@ -2,8 +2,8 @@
 
 A turn-perfect agent plays each turn exactly against a valuation of boundary states. Its
 expected score is computed with no sampling noise by the backward pass run with the agent's
-own choices and the true rewards (:func:`yamblab.oracle._occupancy.evaluate`, the same policy
-and numbers as :func:`yamblab.oracle._kernels.evaluate_policy`, about three times as fast:
+own choices and the true rewards (:func:`yamblab.oracle.yahtzee._occupancy.evaluate`, the same policy
+and numbers as :func:`yamblab.oracle.yahtzee._kernels.evaluate_policy`, about three times as fast:
 the turn runs on blocks of 8 upper subtotals in vector registers).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
-from yamblab.oracle import _occupancy
+from yamblab.oracle.yahtzee import _occupancy
 
 
 def evaluate_policy(valuation: np.ndarray, rules: YahtzeeRules = OFFICIAL, n_threads: int = 0) -> np.ndarray:

@@ -8,7 +8,7 @@ scoring ``p`` points **shifts** (``T_before[s] = T_after[s - p]``, 1 where ``s <
 rolling **averages** (probability-weighted add), choosing takes the **element-wise max**.
 
 Storage (float32, one flat array): group ``g = mask12 * 3 + ystate`` (the layout of
-:mod:`yamblab.oracle._kernels`) starts at ``off[g]`` and holds ``L`` lanes (upper subtotal
+:mod:`yamblab.oracle.yahtzee._kernels`) starts at ``off[g]`` and holds ``L`` lanes (upper subtotal
 0..L-1, ``L = 1`` without an upper bonus) of ``width[g]`` entries ``s = 0 .. width[g] - 1``.
 ``width[g] - 1`` is the smaller of the table's ``max_points`` and an upper bound on the points
 still to come from the group, so entries past a vector's end are exactly 0 (or beyond the
@@ -251,7 +251,7 @@ def solve(int joker, bint upper_bonus, bint yahtzee_bonus, int max_points, int n
     if n_threads <= 0:
         import os
         n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    from yamblab.oracle._kernels import layer_groups
+    from yamblab.oracle.yahtzee._kernels import layer_groups
     # the full card: nothing more to come, P(>= 0 more) = 1
     for ys in (1, 2):
         g = 4095 * 3 + ys

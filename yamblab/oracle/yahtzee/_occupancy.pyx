@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Forward pass of a turn-perfect agent: exact occupancy probabilities and where points go.
 
-The backward pass (:func:`yamblab.oracle._kernels.evaluate_policy`) gives the expected score of
+The backward pass (:func:`yamblab.oracle.yahtzee._kernels.evaluate_policy`) gives the expected score of
 the turn-perfect agent of a valuation ``W``; this pass runs the same agent *forward*: from the
 new game (probability 1) it pushes the probability of every boundary state through the turn
 (first roll, first keep, second roll, second keep, third roll, box) to the boundary states the
@@ -12,7 +12,7 @@ turn ends in, layer by layer (13 turns). Along the way it adds up, exactly:
   upper bonus and the expected Yahtzee-bonus points;
 * given the oracle table ``V``, the expected regret (oracle's best minus oracle's value of the
   agent's choice) of each decision kind and of the box decisions by box, charged the way
-  :func:`yamblab.oracle.grading.grade` charges a played game (keeping all five dice with one
+  :func:`yamblab.oracle.yahtzee.grading.grade` charges a played game (keeping all five dice with one
   roll left is "score now", a box decision).
 
 Probability moves through keeps by the adjoint of the keep average of the backward pass: the
@@ -21,7 +21,7 @@ keep's mass ends on the rolls with probability ``P(roll | keep)`` exactly.
 
 The agent's choices are those of the backward pass: every keep and box maximises points now
 plus ``W`` of the next boundary state; ties go to the first box in card order and the lowest
-keep index. Layout of tables: float64 (4096, 3, 64) as in :mod:`yamblab.oracle._kernels`.
+keep index. Layout of tables: float64 (4096, 3, 64) as in :mod:`yamblab.oracle.yahtzee._kernels`.
 """
 
 import numpy as np
@@ -483,7 +483,7 @@ def evaluate(const double[:, :, ::1] W, int joker, bint upper_bonus, bint yahtze
              int n_threads=0, progress=None):
     """Exact expected points still to come of the turn-perfect agent of W (the Best Values post's method).
 
-    The same policy as :func:`yamblab.oracle._kernels.evaluate_policy` (ties to the first box in
+    The same policy as :func:`yamblab.oracle.yahtzee._kernels.evaluate_policy` (ties to the first box in
     card order and the lowest keep index; the agent's values are computed with the same
     arithmetic) and the same result up to rounding (about 1e-12), about four times as fast: the
     turn runs on blocks of 8 upper subtotals held in vector registers (``_blocked_turn.h``), the

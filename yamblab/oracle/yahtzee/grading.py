@@ -7,116 +7,15 @@ optimal play, with far less noise than its score.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-
 import numpy as np
-from scipy import stats
 
-from yamblab.oracle.turn import TurnValues, hold_values
+from yamblab.oracle.yahtzee.turn import TurnValues, hold_values
 from yamblab.games.yahtzee.engine import new_batch
 from yamblab.games.yahtzee.rules import BOX_LABELS, OFFICIAL, UPPER_BONUS_THRESHOLD, YAHTZEE, YahtzeeRules
-from yamblab.oracle.table import OracleTable
+from yamblab.oracle.report import GradeReport, mean_ci
+from yamblab.oracle.yahtzee.table import OracleTable
 
 DECISIONS = ("first keep", "second keep", "box")
-
-
-def mean_ci(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t confidence interval of a sample: ``(mean, low, high)``.
-
-    A sample of one (or a constant sample) gets a zero-width interval.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    m = float(x.mean())
-    if x.size < 2 or float(x.std()) == 0.0:
-        return m, m, m
-    lo, hi = stats.t.interval(level, x.size - 1, loc=m, scale=stats.sem(x))
-    return m, float(lo), float(hi)
-
-
-@dataclass
-class GradeReport:
-    """The result of grading an agent on seeded games (any game).
-
-    Scores and regrets are in points. ``regret_by_decision`` and ``regret_by_box`` are mean
-    points lost per game; ``regret_by_box`` charges box decisions to the box (Yamb: the row)
-    chosen. A game with no exact oracle (a Yamb card of several columns) has no regret
-    (``regret_mean`` is NaN); it is compared instead with a **baseline** bot on the same dice:
-    ``baseline_mean`` and the paired difference ``diff_mean`` (agent − baseline) with its 95%
-    interval ``diff_ci``; ``versus`` maps the name of each further yardstick (another bot's
-    scores on the same dice, e.g. ``"greedy"``) to the same paired comparison, (mean, low, high)
-    points. ``upper_bonus_rate`` is the share of upper bonuses reached (None
-    under rules without one); ``yahtzee_rate`` is Yahtzee's alone (None for Yamb).
-    """
-
-    agent: str
-    rules: str
-    games: int
-    seed: int
-    mean: float
-    ci: tuple[float, float]
-    sd: float
-    median: float
-    p90: float
-    upper_bonus_rate: float | None
-    yahtzee_rate: float | None
-    regret_mean: float
-    regret_ci: tuple[float, float]
-    regret_by_decision: dict[str, float] = field(default_factory=dict)
-    regret_by_box: dict[str, float] = field(default_factory=dict)
-    scores: np.ndarray | None = field(default=None, repr=False)
-    regrets: np.ndarray | None = field(default=None, repr=False)
-    game: str = "yahtzee"
-    baseline_agent: str | None = None
-    baseline_mean: float | None = None
-    diff_mean: float | None = None
-    diff_ci: tuple[float, float] | None = None
-    baseline_scores: np.ndarray | None = field(default=None, repr=False)
-    versus: dict[str, tuple[float, float, float]] = field(default_factory=dict)
-
-    @property
-    def has_regret(self) -> bool:
-        """True when every decision was graded by an exact oracle."""
-        return bool(np.isfinite(self.regret_mean))
-
-    def to_dict(self) -> dict:
-        """Plain-JSON form (no per-game arrays)."""
-        d = asdict(self)
-        for k in ("scores", "regrets", "baseline_scores"):
-            d.pop(k)
-        if not self.has_regret:
-            d["regret_mean"], d["regret_ci"] = None, None
-        return d
-
-    def format(self) -> str:
-        """A human-readable report."""
-        rates = []
-        if self.upper_bonus_rate is not None:
-            rates.append(f"upper bonus {100 * self.upper_bonus_rate:.1f}%")
-        if self.yahtzee_rate is not None:
-            rates.append(f"Yahtzee {100 * self.yahtzee_rate:.1f}%")
-        lines = [
-            f"agent {self.agent} · {self.game} {self.rules} · {self.games} games · seed {self.seed}",
-            f"  score      mean {self.mean:8.2f}  95% CI [{self.ci[0]:.2f}, {self.ci[1]:.2f}]",
-            f"             SD {self.sd:.2f}  median {self.median:.1f}  p90 {self.p90:.1f}",
-        ]
-        if rates:
-            lines.append("             " + "  ".join(rates))
-        if self.baseline_agent is not None:
-            lines.append(f"  vs {self.baseline_agent:<8s} {self.diff_mean:+8.2f} points/game  95% CI "
-                         f"[{self.diff_ci[0]:+.2f}, {self.diff_ci[1]:+.2f}] (paired on the same dice; "
-                         f"{self.baseline_agent} mean {self.baseline_mean:.2f})")
-        if not self.has_regret:
-            lines.append("  regret     (no exact oracle for this card)")
-            return "\n".join(lines)
-        lines += [
-            f"  regret     mean {self.regret_mean:8.3f} points/game  95% CI "
-            f"[{self.regret_ci[0]:.3f}, {self.regret_ci[1]:.3f}]",
-            "  by decision " + "  ".join(f"{k}: {v:.3f}" for k, v in self.regret_by_decision.items()),
-        ]
-        worst = sorted(self.regret_by_box.items(), key=lambda kv: -kv[1])
-        lines.append("  by box      " + "  ".join(f"{k}: {v:.3f}" for k, v in worst if v > 0) if any(
-            v > 0 for _, v in worst) else "  by box      (no regret)")
-        return "\n".join(lines)
 
 
 class Grader:
@@ -178,7 +77,7 @@ def grade_decisions(table: OracleTable, states: np.ndarray, rolls: np.ndarray, r
     Returns:
         float64 (n,): points of expected score lost by each decision.
     """
-    from yamblab.oracle import _kernels
+    from yamblab.oracle.yahtzee import _kernels
 
     rules = table.rules
     args = (rules.joker_code, rules.upper_bonus, rules.yahtzee_bonus)

@@ -1,8 +1,8 @@
 """The exact oracle of a single-column Yamb game, built once per process.
 
 A game of one ``down`` or ``up`` column is solved by
-:class:`~yamblab.oracle.yamb_column.ColumnOracle` (seconds), one ``free`` column by
-:class:`~yamblab.oracle.yamb_free.FreeColumnOracle` (about 20 s on two cores for croatian,
+:class:`~yamblab.oracle.yamb.column.ColumnOracle` (seconds), one ``free`` column by
+:class:`~yamblab.oracle.yamb.free.FreeColumnOracle` (about 20 s on two cores for croatian,
 ~100 MB). Cards of several columns have no exact oracle.
 """
 
@@ -33,10 +33,10 @@ def column_oracle(rules: YambRules):
             "single down, up or free column (play e.g. `columns: [free]`)")
     base = rules.replace(columns=("down", "up", "free", "announce"), name=rules.name)
     if rules.columns[0] == "free":
-        from yamblab.oracle.yamb_free import FreeColumnOracle
+        from yamblab.oracle.yamb.free import FreeColumnOracle
 
         return FreeColumnOracle(base)
-    from yamblab.oracle.yamb_column import ColumnOracle
+    from yamblab.oracle.yamb.column import ColumnOracle
 
     return ColumnOracle(base, rules.columns[0])
 

@@ -28,7 +28,7 @@ seven_column    6,628,000    414,250 × 16           53.0 MB
 
 The table fits in memory. A dense solve (n_rolls × n_keeps products per state) would cost about
 6·10^12 flops for croatian, but averaging keeps one die at a time over lanes of states with the
-same filled rows costs ~10^4 operations per state: :class:`yamblab.oracle.yamb_free.FreeColumnOracle`
+same filled rows costs ~10^4 operations per state: :class:`yamblab.oracle.yamb.free.FreeColumnOracle`
 solves the free column exactly (croatian in about a minute on one core).
 
 Sources: the "How The AI Works" page (backward induction, within-turn recurrences), the
@@ -133,7 +133,7 @@ class ColumnOracle(ActionAdvice):
         if column not in ("down", "up"):
             raise UnknownVariantError(
                 f"column {column!r} has no fixed order; the exact column oracle solves 'down' "
-                "or 'up' (yamblab.oracle.yamb_free.FreeColumnOracle solves a free column)")
+                "or 'up' (yamblab.oracle.yamb.free.FreeColumnOracle solves a free column)")
         self.full_rules = rules
         self.column = column
         self.rules = rules.replace(columns=(column,), announce_compulsory="rest_full",

@@ -1,7 +1,7 @@
 """Grading Yamb agents: exact regret on a single-column game, a paired baseline elsewhere.
 
 * A game of one ``down``, ``up`` or ``free`` column has an exact oracle
-  (:func:`yamblab.oracle.yamb_oracles.column_oracle`): every decision is charged its
+  (:func:`yamblab.oracle.yamb.oracles.column_oracle`): every decision is charged its
   **regret**, the oracle's value of the best action minus that of the chosen one (the Best
   Values post's grading, the same as Yahtzee's). A game's regrets add up to its expected shortfall from
   optimal play, with far less noise than its score.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from yamblab.games.yamb.rules import ROW_LABELS
-from yamblab.oracle.grading import GradeReport, mean_ci
+from yamblab.oracle.report import GradeReport, mean_ci
 
 CHUNK = 500
 
@@ -94,7 +94,7 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
         progress: a progress bar over games.
 
     Returns:
-        :class:`~yamblab.oracle.grading.GradeReport` (game ``"yamb"``): regret per game, by
+        :class:`~yamblab.oracle.report.GradeReport` (game ``"yamb"``): regret per game, by
         decision kind (:func:`decision_names`) and by row, when there is an oracle; the paired
         difference from the baseline when one is given, and from each yardstick;
         ``upper_bonus_rate`` is the share of
@@ -108,7 +108,7 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
         raise ValueError(f"number of games must be at least 1, got {games}")
     rules = game.rules
     if oracle is None and getattr(game, "oracle_column", None):
-        from yamblab.oracle.yamb_oracles import column_oracle
+        from yamblab.oracle.yamb.oracles import column_oracle
 
         oracle = column_oracle(rules)
     names = decision_names(rules)

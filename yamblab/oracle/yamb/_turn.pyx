@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Compiled loops of Yamb's per-turn pass (:mod:`yamblab.oracle.yamb_turn`): the best box of
+"""Compiled loops of Yamb's per-turn pass (:mod:`yamblab.oracle.yamb.turn`): the best box of
 every roll, and the within-turn recursion over the dice lattice (5 or 6 dice).
 
 Keeps are ordered by size (the rolls, the full-size keeps, last), as in
@@ -59,7 +59,7 @@ def best_box(const double[:, :, :, ::1] W, const long long[:, :, ::1] ST, const 
 
 def turn_dp(const double[:, :, ::1] best, best_pure, const long long[:, ::1] up, const long long[:, ::1] down,
             const double[::1] p_empty):
-    """Within-turn recursion ("How The AI Works") for B games at once; see ``yamb_turn._turn_dp``.
+    """Within-turn recursion ("How The AI Works") for B games at once; see ``turn._turn_dp``.
 
     Args:
         best: float64 (B, L, n_rolls) value of stopping at roll j with each roll.

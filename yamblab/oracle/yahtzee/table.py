@@ -2,7 +2,7 @@
 
 The table holds, for every boundary state, the optimal expected points still to come
 (the backward pass of "How The AI Works"). Layout: float64 array (4096, 3, 64) indexed by
-``(mask12, ystate, upper)`` (see :mod:`yamblab.oracle._kernels`).
+``(mask12, ystate, upper)`` (see :mod:`yamblab.oracle.yahtzee._kernels`).
 
 Cache files live in ``$YAMBLAB_CACHE_DIR`` (default ``~/.cache/yamblab``), one per rule variant,
 named by the variant's digest. Each stores the variant's key, a format version and the
@@ -26,7 +26,7 @@ import numpy as np
 from yamblab.atomic import atomic_write
 from yamblab.errors import DamagedFileError
 from yamblab.games.yahtzee.rules import OFFICIAL, BoundaryState, YahtzeeRules
-from yamblab.oracle import _kernels
+from yamblab.oracle.yahtzee import _kernels
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@
 A turn starts at a boundary state (filled boxes, upper subtotal capped at 63, Yahtzee box) and
 ends at one of the at most 44 boundary states it can reach. Given any **valuation** ``W`` of
 boundary states (points still to come: the oracle's table, a rule of thumb, a network's
-values), the within-turn pass (:func:`yamblab.oracle._kernels.turn_solutions`) gives the value
-of every keep with two and with one roll left; :func:`yamblab.oracle._kernels.box_values`
+values), the within-turn pass (:func:`yamblab.oracle.yahtzee._kernels.turn_solutions`) gives the value
+of every keep with two and with one roll left; :func:`yamblab.oracle.yahtzee._kernels.box_values`
 gives the value of scoring the dice in each box. :class:`TurnValues` caches the keep values of
 each game's current turn; :func:`hold_values` turns them into the value of each hold mask.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from yamblab.oracle import _kernels
+from yamblab.oracle.yahtzee import _kernels
 
 __all__ = ["TurnValues", "hold_values"]
 

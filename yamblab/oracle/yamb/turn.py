@@ -62,7 +62,7 @@ def _turn_dp(rules: YambRules, best: np.ndarray, best_pure: np.ndarray | None = 
         (K, v0): K float (B, L-1, n_keeps), the value of each keep after roll ``j`` (the empty
         keep, index 0, leads to a pure roll); v0 float (B,), the value before the first roll.
     """
-    from yamblab.oracle._yamb_turn import turn_dp
+    from yamblab.oracle.yamb._turn import turn_dp
 
     best = np.ascontiguousarray(best, dtype=np.float64)
     if best_pure is not None:
@@ -94,7 +94,7 @@ def _best_box(W: np.ndarray, S: np.ndarray, legal: np.ndarray) -> np.ndarray:
     Raises:
         ValueError: a score outside the box values' last axis, or mismatched shapes.
     """
-    from yamblab.oracle._yamb_turn import best_box
+    from yamblab.oracle.yamb._turn import best_box
 
     ST = np.ascontiguousarray(np.asarray(S, np.int64).transpose(1, 2, 0))          # (R, L, n_rolls)
     if ST.size and (ST.min() < 0 or ST.max() >= W.shape[-1]):

@@ -17,8 +17,8 @@ from yamblab.errors import IllegalActionError, InvalidDiceError, UnreachablePosi
 from yamblab.games.dice import KEEP_OFFSET, hold_to_keep, keep_faces, roll_index, validate_dice
 from yamblab.games.yahtzee.rules import (BOX_LABELS, BOX_NAMES, UPPER_BONUS, UPPER_BONUS_THRESHOLD,
                                          YAHTZEE_BONUS, BoundaryState, YahtzeeRules, parse_card)
-from yamblab.oracle import _kernels
-from yamblab.oracle.table import OracleTable
+from yamblab.oracle.yahtzee import _kernels
+from yamblab.oracle.yahtzee.table import OracleTable
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import time
 from yamblab.games.yahtzee.rules import OFFICIAL
 from yamblab.oracle.yahtzee import _kernels
 from yamblab.oracle.yahtzee.policy_eval import evaluate_policy
-from yamblab.oracle.valuations import named_rule
+from yamblab.rules_of_thumb.valuations import named_rule
 
 
 def _median(fn, repeats: int) -> tuple[float, float, float]:

@@ -96,8 +96,8 @@ def workspace():
         mp.setattr("yamblab.platform.sweep.Sweep", _stub("a sweep"))
         mp.setattr("yamblab.platform.serve.run_server", _stub("the server"))
         mp.setattr("yamblab.platform.play.play_game", _stub("a terminal game"))
-        mp.setattr("yamblab.oracle.tuning.coordinate_descent", _stub("a tuning study"))
-        mp.setattr("yamblab.oracle.tuning.optuna_search", _stub("a tuning study"))
+        mp.setattr("yamblab.rules_of_thumb.tuning.coordinate_descent", _stub("a tuning study"))
+        mp.setattr("yamblab.rules_of_thumb.tuning.optuna_search", _stub("a tuning study"))
         try:
             yield WS
         finally:

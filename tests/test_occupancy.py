@@ -6,7 +6,7 @@ import pytest
 from yamblab.games import dice as D
 from yamblab.games.yahtzee.rules import OFFICIAL, BoundaryState, YahtzeeRules, legal_boxes, score_box
 from yamblab.oracle.yahtzee import _kernels
-from yamblab.oracle.occupancy import forward_occupancy
+from yamblab.rules_of_thumb.occupancy import forward_occupancy
 from yamblab.oracle.yahtzee.policy_eval import evaluate_policy
 from yamblab.oracle.yahtzee.table import OracleTable
 

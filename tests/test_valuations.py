@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from yamblab.games.yahtzee.rules import OFFICIAL, BoundaryState, reachable_upper_totals
 from yamblab.oracle.yahtzee.policy_eval import expected_score
-from yamblab.oracle.valuations import RuleOfThumb, fit_additive, named_rule, split_stages
+from yamblab.rules_of_thumb.valuations import RuleOfThumb, fit_additive, named_rule, split_stages
 
 
 def _random_states(n, seed=0):
@@ -100,7 +100,7 @@ def test_stage_constants_do_not_change_optimal_play(official_table):
 def test_exact_breakdown_agrees_with_sampled_grading(official_table):
     from yamblab.agents.yahtzee_agents import TurnPerfectAgent
     from yamblab.oracle.yahtzee.grading import grade
-    from yamblab.oracle.occupancy import forward_occupancy
+    from yamblab.rules_of_thumb.occupancy import forward_occupancy
 
     W = named_rule("average").table()
     occ = forward_occupancy(W, OFFICIAL, oracle=official_table.values)
@@ -168,7 +168,7 @@ def test_cli_evaluates_a_rule_file_with_breakdown(tmp_path):
 
 @pytest.mark.slow
 def test_tuned_rules_pass_best_values():
-    from yamblab.oracle.occupancy import forward_occupancy
+    from yamblab.rules_of_thumb.occupancy import forward_occupancy
 
     ramp = named_rule("tuned-ramp")
     assert ramp.n_params == 17
@@ -191,7 +191,7 @@ def _quadratic(target):
 
 
 def test_coordinate_descent_reaches_a_known_optimum():
-    from yamblab.oracle.tuning import coordinate_descent
+    from yamblab.rules_of_thumb.tuning import coordinate_descent
 
     start = named_rule("tuned-ramp")
     target = start.vector().copy()
@@ -206,7 +206,7 @@ def test_coordinate_descent_reaches_a_known_optimum():
 
 
 def test_optuna_search_starts_from_the_start_and_improves():
-    from yamblab.oracle.tuning import optuna_search
+    from yamblab.rules_of_thumb.tuning import optuna_search
 
     start = named_rule("tuned-ramp")
     target = start.vector() + 1.0
@@ -222,7 +222,7 @@ def test_optuna_search_starts_from_the_start_and_improves():
 
 
 def test_cmaes_search_starts_from_the_start_and_improves():
-    from yamblab.oracle.tuning import optuna_search
+    from yamblab.rules_of_thumb.tuning import optuna_search
 
     start = named_rule("tuned-ramp")
     target = start.vector() + 2.5
@@ -312,8 +312,8 @@ def test_cli_breakdown_plot_of_several_valuations(tmp_path):
 
 def test_breakdown_figure_needs_regrets():
     from yamblab.games.yahtzee.rules import YahtzeeRules
-    from yamblab.oracle.occupancy import forward_occupancy
-    from yamblab.oracle.valuation_plots import breakdown_figure
+    from yamblab.rules_of_thumb.occupancy import forward_occupancy
+    from yamblab.rules_of_thumb.plots import breakdown_figure
 
     rules = YahtzeeRules.parse("forced,no-upper-bonus")
     occ = forward_occupancy(np.zeros((4096, 3, 64)), rules, turns=1)

@@ -59,12 +59,12 @@ def resolve_valuation(spec: str, rules, table, progress: bool = True) -> tuple[s
     Raises:
         YamblabError: an unknown name, a missing or unreadable file.
     """
-    from yamblab.oracle import valuations as V
+    from yamblab.rules_of_thumb import valuations as V
 
     if spec == "oracle":
         return "oracle", np.asarray(table.values), {}
     if spec in ("fit", "fit-stages"):
-        from yamblab.oracle.occupancy import forward_occupancy
+        from yamblab.rules_of_thumb.occupancy import forward_occupancy
 
         occ = forward_occupancy(table.values, rules, progress=progress)
         rule, rms = V.fit_additive(table.values, occ.visits, 1 if spec == "fit" else 13, name=spec)
@@ -107,7 +107,7 @@ def check_valuation_spec(spec: str, option: str = "--valuation") -> None:
     Raises:
         YamblabError: naming ``option`` and the problem.
     """
-    from yamblab.oracle import valuations as V
+    from yamblab.rules_of_thumb import valuations as V
 
     if spec in NAMES or spec in V.RULE_NAMES or spec in V.TUNED:
         return
@@ -126,7 +126,7 @@ def check_valuation_spec(spec: str, option: str = "--valuation") -> None:
 
 def evaluate_command(valuation: str, rules: str, breakdown: bool, as_json: bool) -> None:
     """``yamblab oracle evaluate``: the exact score (and breakdown) of a valuation's agent."""
-    from yamblab.oracle.occupancy import forward_occupancy
+    from yamblab.rules_of_thumb.occupancy import forward_occupancy
     from yamblab.oracle.yahtzee.policy_eval import expected_score
     from yamblab.oracle.yahtzee.table import OracleTable
 
@@ -200,7 +200,7 @@ def table_rows(rules, progress: bool = True, occupancies: dict | None = None) ->
         rules: the variant.
         progress: show progress bars.
         occupancies: if given, filled with rule name -> its
-            :class:`~yamblab.oracle.occupancy.Occupancy` (with regrets, for the breakdown plot).
+            :class:`~yamblab.rules_of_thumb.occupancy.Occupancy` (with regrets, for the breakdown plot).
 
     Returns:
         one dict per row: ``rule``, ``title``, ``exact_score``, ``upper_bonus_rate`` (None
@@ -208,8 +208,8 @@ def table_rows(rules, progress: bool = True, occupancies: dict | None = None) ->
         ``n_params``, the post's figures ``published``, ``published_bonus`` and ``published_fit``
         (official rules only), ``seconds`` (forward pass).
     """
-    from yamblab.oracle import valuations as V
-    from yamblab.oracle.occupancy import forward_occupancy
+    from yamblab.rules_of_thumb import valuations as V
+    from yamblab.rules_of_thumb.occupancy import forward_occupancy
     from yamblab.oracle.yahtzee.table import OracleTable
 
     from yamblab.games.yahtzee.rules import OFFICIAL
@@ -253,13 +253,13 @@ def log_breakdown(occs: dict, rules, tracking_uri: Optional[str], experiment: st
 
     Logs each label's exact score, regret, regret by decision and by box, and upper-bonus rate
     as metrics (``<label>.exact_score`` …), the figure of
-    :func:`yamblab.oracle.valuation_plots.breakdown_figure` as the artifact ``breakdown.png``
+    :func:`yamblab.rules_of_thumb.plots.breakdown_figure` as the artifact ``breakdown.png``
     and the numbers as ``breakdown.json``; writes the figure to ``plot`` too if given.
 
     Returns:
         ``(run_id, tracker)``.
     """
-    from yamblab.oracle.valuation_plots import breakdown_figure
+    from yamblab.rules_of_thumb.plots import breakdown_figure
     from yamblab.platform.tracking import DEFAULT_TRACKING_URI, Tracker
 
     fig = breakdown_figure(occs)
@@ -309,7 +309,7 @@ def table_cmd(
             run_id, tracker = log_breakdown(occs, r, tracking_uri, experiment, f"table-{r.name}", plot)
             tracker.log_text(run_id, json.dumps(rows, indent=2), "table.json")
         elif plot is not None:
-            from yamblab.oracle.valuation_plots import breakdown_figure
+            from yamblab.rules_of_thumb.plots import breakdown_figure
 
             fig = breakdown_figure(occs)
             fig.savefig(plot, dpi=110)
@@ -349,7 +349,7 @@ def breakdown_cmd(
     """Exact regret by decision and by box of several valuations side by side; the plot goes to MLflow."""
     @_user_errors
     def run():
-        from yamblab.oracle.occupancy import forward_occupancy
+        from yamblab.rules_of_thumb.occupancy import forward_occupancy
         from yamblab.oracle.yahtzee.table import OracleTable
 
         r = _rules(rules)
@@ -405,8 +405,8 @@ def tune_cmd(
     def run():
         from tqdm.auto import tqdm
 
-        from yamblab.oracle import valuations as V
-        from yamblab.oracle.tuning import coordinate_descent, optuna_search
+        from yamblab.rules_of_thumb import valuations as V
+        from yamblab.rules_of_thumb.tuning import coordinate_descent, optuna_search
         from yamblab.platform.tracking import DEFAULT_TRACKING_URI, Tracker
 
         if method not in ("cd", "tpe", "cmaes"):

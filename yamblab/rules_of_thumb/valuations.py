@@ -194,7 +194,7 @@ class RuleOfThumb(BaseModel):
 
 @lru_cache(maxsize=8)
 def _optimal_box_means(rules_key: str) -> tuple[float, ...]:
-    from yamblab.oracle.occupancy import forward_occupancy
+    from yamblab.rules_of_thumb.occupancy import forward_occupancy
     from yamblab.oracle.yahtzee.table import OracleTable
 
     rules = YahtzeeRules.parse(rules_key) if rules_key != OFFICIAL.key else OFFICIAL

@@ -19,7 +19,7 @@ import numpy as np
 
 from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
 from yamblab.oracle.yahtzee.policy_eval import expected_score
-from yamblab.oracle.valuations import RuleOfThumb
+from yamblab.rules_of_thumb.valuations import RuleOfThumb
 
 __all__ = ["TuneResult", "coordinate_descent", "optuna_search", "exact_score"]
 

@@ -2,7 +2,7 @@
 
 :func:`breakdown_figure` draws the exact expected regret per game of several valuations side
 by side: by decision kind (first keep, second keep, box) and, for the box decisions, by the box
-chosen. The numbers are those of :func:`yamblab.oracle.occupancy.forward_occupancy` with the
+chosen. The numbers are those of :func:`yamblab.rules_of_thumb.occupancy.forward_occupancy` with the
 oracle table (no sampling); the Best Values post drew the same figure from 200,000 sampled games.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from yamblab.games.yahtzee.rules import BOX_LABELS
-from yamblab.oracle.occupancy import DECISIONS, Occupancy
+from yamblab.rules_of_thumb.occupancy import DECISIONS, Occupancy
 
 __all__ = ["breakdown_figure"]
 
@@ -20,7 +20,7 @@ def breakdown_figure(results: dict[str, Occupancy], title: str | None = None):
     """Grouped bars of the exact regret per game of several valuations' agents.
 
     Args:
-        results: label -> :class:`~yamblab.oracle.occupancy.Occupancy` computed *with* the
+        results: label -> :class:`~yamblab.rules_of_thumb.occupancy.Occupancy` computed *with* the
             oracle table (its ``regret_by_decision`` and ``regret_by_box`` filled), in the
             order to draw them.
         title: the figure's title (default: the rule variant).

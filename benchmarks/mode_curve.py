@@ -25,8 +25,8 @@ from yamblab.model.checkpoint import load_checkpoint, network_from_state
 from yamblab.oracle.yahtzee.grading import grade
 from yamblab.oracle.report import mean_ci
 from yamblab.oracle.yahtzee.table import OracleTable
-from yamblab.platform.config import RunConfig
-from yamblab.platform.runtime import CHECKPOINT
+from yamblab.training.config import RunConfig
+from yamblab.training.runtime import CHECKPOINT
 
 
 def _ci(per_game) -> str:

@@ -36,8 +36,8 @@ def cpu_times() -> tuple[float, float]:
 
 
 def measure(cfg, lag: int, iterations: int, warmup: int, threads="auto") -> dict:
-    from yamblab.platform.config import apply_overrides
-    from yamblab.platform.runtime import TrainingRun
+    from yamblab.training.config import apply_overrides
+    from yamblab.training.runtime import TrainingRun
 
     cfg = apply_overrides(cfg, {"runtime.max_policy_lag": lag, "runtime.iterations": 10**6,
                                 "runtime.eval_every": 10**6, "runtime.checkpoint_minutes": 10**4,
@@ -79,7 +79,7 @@ def main() -> None:
                    help="learner torch threads of the overlapped loop: each value is timed (auto: its rounded CPUs)")
     args = p.parse_args()
     from yamblab.actors.cluster import init_ray
-    from yamblab.platform.config import load_run_config
+    from yamblab.training.config import load_run_config
 
     cfg = load_run_config(args.config)
     init_ray()

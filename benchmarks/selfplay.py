@@ -25,7 +25,7 @@ import torch
 
 from yamblab.games.encoding import EncodedBatch
 from yamblab.learners.selfplay import rows
-from yamblab.platform.config import load_run_config
+from yamblab.training.config import load_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

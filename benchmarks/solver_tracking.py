@@ -42,9 +42,9 @@ def main() -> None:
     from yamblab.model.checkpoint import load_checkpoint, load_network
     from yamblab.search.decision_set import decision_set, solver_losses
     from yamblab.oracle.report import mean_ci
-    from yamblab.platform.config import RunConfig
-    from yamblab.platform.configio import validate
-    from yamblab.platform.runtime import machine_description
+    from yamblab.training.config import RunConfig
+    from yamblab.training.configio import validate
+    from yamblab.training.runtime import machine_description
 
     import yaml
 

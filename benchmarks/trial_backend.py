@@ -25,8 +25,8 @@ from pathlib import Path
 import ray
 import torch
 
-from yamblab.platform.config import load_run_config
-from yamblab.platform.runtime import TrainingRun
+from yamblab.training.config import load_run_config
+from yamblab.training.runtime import TrainingRun
 
 ROOT = Path(__file__).resolve().parents[1]
 

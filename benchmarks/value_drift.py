@@ -34,7 +34,7 @@ from yamblab.agents.base import make_agent
 from yamblab.games.yamb.game import encode_yamb_boundary
 from yamblab.model.checkpoint import load_checkpoint, network_from_state
 from yamblab.oracle.yamb.oracles import column_oracle
-from yamblab.platform.config import RunConfig
+from yamblab.training.config import RunConfig
 from yamblab.search.valuation import YambColumnOracleValuation
 from yamblab.search.yamb_search import YambFullTurnSearch
 

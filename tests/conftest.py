@@ -43,7 +43,7 @@ def tiny_config(tmp_path):
     """The tiny run config with its run folder and MLflow store in a temp folder."""
     from pathlib import Path
 
-    from yamblab.platform.config import load_run_config
+    from yamblab.training.config import load_run_config
 
     root = Path(__file__).resolve().parents[1]
     return load_run_config(root / "configs" / "yahtzee-tiny.yaml",

@@ -92,8 +92,8 @@ def workspace():
     WS = Workspace()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("YAMBLAB_CACHE_DIR", str(WS.base / "cache"))
-        mp.setattr("yamblab.platform.tracking.Tracker", _stub("an MLflow tracker"))
-        mp.setattr("yamblab.platform.sweep.Sweep", _stub("a sweep"))
+        mp.setattr("yamblab.training.tracking.Tracker", _stub("an MLflow tracker"))
+        mp.setattr("yamblab.sweeps.driver.Sweep", _stub("a sweep"))
         mp.setattr("yamblab.platform.serve.run_server", _stub("the server"))
         mp.setattr("yamblab.platform.play.play_game", _stub("a terminal game"))
         mp.setattr("yamblab.rules_of_thumb.tuning.coordinate_descent", _stub("a tuning study"))
@@ -469,7 +469,7 @@ def _leaf_cases(model):
 @st.composite
 def bad_run_config(draw):
     """(YAML text, words that name the problem): a bad key or value anywhere in a run config."""
-    from yamblab.platform.config import RunConfig
+    from yamblab.training.config import RunConfig
 
     data = _base_config()
     kind = draw(st.sampled_from(["unknown key", "bad value", "bad value", "section", "not a mapping"]))
@@ -527,7 +527,7 @@ def _tpe(params) -> dict:
 def bad_sweep(draw):
     """(sweep spec, words that name the problem): a bad key or value anywhere, or a bad value at
     any place in a choices list or either end of a range."""
-    from yamblab.platform.config import RunConfig
+    from yamblab.training.config import RunConfig
 
     kind = draw(st.sampled_from(["top key", "top value", "arm", "factor", "choice", "range", "base"]))
     if kind == "top key":
@@ -598,7 +598,7 @@ def test_cache_files_are_readable_by_group_and_others(tmp_path):
 
 def test_a_tuning_range_is_checked_at_both_ends_and_inside(tmp_path):
     from yamblab.errors import ConfigError
-    from yamblab.platform.config import load_sweep
+    from yamblab.sweeps.spec import load_sweep
 
     spec = tmp_path / "s.yaml"
     workers = {"low": 1, "high": 2, "integer": True}
@@ -616,7 +616,7 @@ def test_an_arm_judged_on_a_mode_its_trials_do_not_grade_is_named(tmp_path):
     """A grid arm judged on a decision mode that neither its main mode nor runtime.eval_modes
     grades: one error naming the arm, the mode and the fix (before any trial starts)."""
     from yamblab.errors import ConfigError
-    from yamblab.platform.config import load_sweep
+    from yamblab.sweeps.spec import load_sweep
 
     spec = tmp_path / "s.yaml"
     spec.write_text(yaml.safe_dump(_grid(judge={"b": "none"})))

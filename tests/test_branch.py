@@ -16,8 +16,8 @@ from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.learner import Learner
 from yamblab.learners.selfplay import SelfPlay
 from yamblab.model.config import ModelConfig
-from yamblab.platform.branch import adapt_learner_state, check_branchable
-from yamblab.platform.config import load_sweep
+from yamblab.sweeps.branch import adapt_learner_state, check_branchable
+from yamblab.sweeps.spec import load_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ModelConfig.preset("tiny")
@@ -105,7 +105,7 @@ def _spec(tmp_path, **extra) -> Path:
 
 
 def test_an_arm_that_changes_the_network_or_the_game_is_refused_by_name(tmp_path):
-    from yamblab.platform.sweep import Sweep
+    from yamblab.sweeps.driver import Sweep
 
     for arm, ov, word in [("wider", {"model.d_model": 64}, "model.d_model"),
                           ("other-rules", {"rules": "free"}, "rules")]:
@@ -123,7 +123,7 @@ def test_an_arm_that_changes_the_network_or_the_game_is_refused_by_name(tmp_path
 
 
 def test_check_branchable_allows_the_switchable_fields(tiny_config):
-    from yamblab.platform.config import SweepConfig
+    from yamblab.sweeps.spec import SweepConfig
 
     spec = SweepConfig(name="s", base="x", branch_from={"iterations": 1}, arms={
         "baseline": {}, "no-hc": {"model.hold_correction": False}, "no-kl": {"train.kl_targets": False},
@@ -145,7 +145,7 @@ def test_branched_sweep_starts_every_arm_from_the_base_and_reuses_it(ray_cluster
     """The base trains once; each trial evaluates the base's network at the branch point (the
     baseline's first evaluation equals the base's last, bit for bit); a rerun after a killed
     driver reuses the base; the arms are judged on a solver-graded loss."""
-    from yamblab.platform.sweep import Sweep
+    from yamblab.sweeps.driver import Sweep
 
     monkeypatch.chdir(tmp_path)
     overrides = yaml.safe_load((ROOT / "experiments" / "test-sweep.yaml").read_text())["overrides"]
@@ -209,7 +209,7 @@ def test_branched_sweep_starts_every_arm_from_the_base_and_reuses_it(ray_cluster
 def test_the_judgeable_solver_losses_are_the_decision_sets_per_game_losses():
     from yamblab.actors.actors import EXACT_MODE as EVALUATOR_EXACT
     from yamblab.search.decision_set import DecisionSet, solver_losses
-    from yamblab.platform.config import EXACT_MODE, SOLVER_MODES
+    from yamblab.training.config import EXACT_MODE, SOLVER_MODES
 
     assert EVALUATOR_EXACT == EXACT_MODE
 
@@ -238,7 +238,7 @@ def test_dropping_the_auxiliary_heads_leaves_the_policy_and_trains_on(trained):
 
 
 def test_solver_eval_on_a_full_yamb_card_is_refused():
-    from yamblab.platform.config import RunConfig
+    from yamblab.training.config import RunConfig
 
     with pytest.raises(ValueError, match="a full Yamb card has no exact oracle"):
         RunConfig(game="yamb", preset="croatian", runtime={"solver_eval": True})
@@ -248,9 +248,9 @@ def test_solver_eval_on_a_full_yamb_card_is_refused():
 def test_a_branch_takes_the_bases_last_evaluation_only_when_its_network_is_the_bases(trained, tiny_config, tmp_path):
     from yamblab.actors.replay import ReplayBuffer
     from yamblab.model.checkpoint import load_checkpoint, save_checkpoint
-    from yamblab.platform.branch import branch_checkpoint
-    from yamblab.platform.config import apply_overrides
-    from yamblab.platform.runtime import _np_to_torch
+    from yamblab.sweeps.branch import branch_checkpoint
+    from yamblab.training.config import apply_overrides
+    from yamblab.training.runtime import _np_to_torch
 
     learner, _ = trained
     buf = ReplayBuffer(100, seed=1)
@@ -280,7 +280,7 @@ def test_a_branch_takes_the_bases_last_evaluation_only_when_its_network_is_the_b
 
 
 def test_spec_overrides_replace_the_files_spelling_and_the_base_keeps_its_length(tmp_path):
-    from yamblab.platform.branch import base_config
+    from yamblab.sweeps.branch import base_config
 
     spec, base = load_sweep(ROOT / "experiments" / "ablation-small.yaml", storage=str(tmp_path / "s.journal"),
                             overrides={"overrides.runtime.iterations": 8, "arms.baseline.train.lr": 0.002,
@@ -295,7 +295,7 @@ def test_spec_overrides_replace_the_files_spelling_and_the_base_keeps_its_length
     for arm_ov, word in [({"runtime.time_budget_minutes": 2}, "time_budget_minutes"),
                          ({"train.bot_share": 0.5}, "bot_share"), ({"runtime.replay_positions": 100}, "replay_positions")]:
         spec, base = load_sweep(_spec(tmp_path, branch_from={"iterations": 2}, arms={"baseline": {}, "x": arm_ov}))
-        from yamblab.platform.sweep import Sweep
+        from yamblab.sweeps.driver import Sweep
 
         with pytest.raises(ConfigError, match=rf"arms\.x cannot branch.*{word}"):
             Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", progress=False)

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from yamblab.platform.config import load_run_config, load_sweep
+from yamblab.sweeps.spec import load_sweep
+from yamblab.training.config import load_run_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

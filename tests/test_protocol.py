@@ -108,7 +108,7 @@ def test_yamb_self_play_samples_have_legal_targets():
 def test_evaluator_pairs_a_full_yamb_card_with_the_heuristic_bot(tmp_path):
     from yamblab.actors.actors import Evaluator, eval_payload
     from yamblab.agents.base import make_agent
-    from yamblab.platform.config import RunConfig
+    from yamblab.training.config import RunConfig
 
     cfg = RunConfig(game="yamb", preset="croatian", runtime={"eval_games": 6})
     ev = Evaluator(cfg)
@@ -125,7 +125,7 @@ def test_evaluator_pairs_a_full_yamb_card_with_the_heuristic_bot(tmp_path):
 
 
 def test_run_config_names_the_game_options():
-    from yamblab.platform.config import RunConfig
+    from yamblab.training.config import RunConfig
 
     with pytest.raises(ValueError, match="Yahtzee option"):
         RunConfig(game="yamb", rules="forced")
@@ -149,7 +149,7 @@ def test_exact_score_of_the_evaluated_network_agrees_with_sampled_grading():
     regret; the boundary head reads only the boundary state, so the two must agree."""
     from yamblab.actors.actors import Evaluator
     from yamblab.learners.learner import Learner
-    from yamblab.platform.config import load_run_config
+    from yamblab.training.config import load_run_config
 
     from pathlib import Path
 

@@ -14,8 +14,8 @@ pytestmark = pytest.mark.ray
 def test_two_iterations_on_ray(ray_cluster, tmp_path, name, lag):
     """Both games train through the one loop, serial (lag 0) or with self-play playing ahead of
     the learner (lag 1); Yamb's single column is graded by its oracle."""
-    from yamblab.platform.config import load_run_config
-    from yamblab.platform.runtime import CHECKPOINT, TrainingRun
+    from yamblab.training.config import load_run_config
+    from yamblab.training.runtime import CHECKPOINT, TrainingRun
 
     tiny_config = load_run_config(ROOT / "configs" / f"{name}.yaml", {"runtime.run_dir": str(tmp_path / "runs"),
                                                                        "runtime.iterations": 3,
@@ -70,7 +70,7 @@ def test_killed_worker_is_replaced_and_its_games_replayed(ray_cluster, tiny_conf
     import ray.cloudpickle
 
     from yamblab.actors.actors import SelfPlayWorker
-    from yamblab.platform.runtime import RayBackend
+    from yamblab.training.runtime import RayBackend
 
     class DiesOnce(SelfPlayWorker):
         """Kills its own process during its first game (a marker file makes it die only once)."""
@@ -109,8 +109,8 @@ def test_evaluation_modes_on_the_same_dice(ray_cluster, tmp_path):
     from yamblab.agents.search_agent import network_agent
     from yamblab.model.checkpoint import load_network
     from yamblab.oracle.yahtzee.grading import grade
-    from yamblab.platform.config import load_run_config
-    from yamblab.platform.runtime import TrainingRun
+    from yamblab.training.config import load_run_config
+    from yamblab.training.runtime import TrainingRun
 
     cfg = load_run_config(ROOT / "configs" / "yahtzee-tiny.yaml",
                           {"runtime.iterations": 1, "runtime.eval_games": 6, "runtime.snapshots": True,
@@ -141,8 +141,8 @@ def test_in_process_roles_give_the_numbers_of_ray_actors(ray_cluster, tmp_path, 
     """``runtime.actors: in_process`` (the roles as plain objects in the driver, one after
     another) trains and evaluates to the same numbers as the Ray actors of the serial loop, on
     one CPU each: the same losses, self-play scores and evaluation, digit for digit."""
-    from yamblab.platform.config import load_run_config
-    from yamblab.platform.runtime import InProcessBackend, RayBackend, TrainingRun
+    from yamblab.training.config import load_run_config
+    from yamblab.training.runtime import InProcessBackend, RayBackend, TrainingRun
 
     histories = {}
     for actors in ("in_process", "ray"):
@@ -165,7 +165,7 @@ def test_in_process_roles_give_the_numbers_of_ray_actors(ray_cluster, tmp_path, 
 def test_in_process_roles_refuse_a_policy_lag():
     """The roles in one process take turns: a config that asks them to overlap is refused by name."""
     from yamblab.errors import ConfigError
-    from yamblab.platform.config import load_run_config
+    from yamblab.training.config import load_run_config
 
     for bad, word in [({"runtime.max_policy_lag": 1}, "max_policy_lag"), ({"runtime.max_policy_lag": 0,
                                                                             "runtime.workers": 2}, "workers")]:

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 
 from yamblab.errors import ConfigError
-from yamblab.platform.config import load_sweep
-from yamblab.platform.sweep import ArmResult, format_table, summarise
+from yamblab.sweeps.spec import load_sweep
+from yamblab.sweeps.driver import ArmResult, format_table, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.ray
 def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp_path, monkeypatch):
-    from yamblab.platform.sweep import Sweep
+    from yamblab.sweeps.driver import Sweep
 
     import yaml
 
@@ -107,7 +107,7 @@ def test_resume_plan_after_an_edited_spec(tmp_path, monkeypatch):
     """What a resumed grid keeps and runs, from the study alone (no Ray): unchanged arms kept,
     changed and new arms run, dropped arms named, interrupted trials carried on in their run."""
     import optuna
-    from yamblab.platform.sweep import Sweep, config_digest
+    from yamblab.sweeps.driver import Sweep, config_digest
 
     monkeypatch.chdir(tmp_path)
     spec, base = load_sweep(ROOT / "experiments" / "test-sweep.yaml")
@@ -164,7 +164,7 @@ def test_bad_sweep_file_is_refused_with_the_key_named(tmp_path):
 
 
 def test_bad_run_config_names_file_and_key(tmp_path):
-    from yamblab.platform.config import load_run_config
+    from yamblab.training.config import load_run_config
 
     p = tmp_path / "run.yaml"
     p.write_text("name: x\ntrain: {batch_size: 0}\n")
@@ -220,7 +220,7 @@ def _judge_spec(tmp_path, **extra):
 def test_judge_names_an_arm_and_a_mode_the_trials_grade(tmp_path):
     """Each arm's mode: named arms must exist, and the mode must be graded by the arm's and the
     baseline's trials (the main mode or runtime.eval_modes); else one clear error naming both."""
-    from yamblab.platform.sweep import Sweep
+    from yamblab.sweeps.driver import Sweep
 
     spec, base = load_sweep(_judge_spec(tmp_path, judge={"no-kl": "none"}))
     assert spec.judge_modes(base) == {"baseline": ["full_turn"], "no-kl": ["none"], "outcome": ["full_turn"]}
@@ -259,7 +259,7 @@ def _mode_arms(rng, games_none=2000, games_full=200, seeds=(0, 1), effect_none=0
 
 
 def test_each_arm_is_judged_on_its_mode_with_its_mde():
-    from yamblab.platform.sweep import minimum_detectable_effect
+    from yamblab.sweeps.driver import minimum_detectable_effect
 
     rng = np.random.default_rng(1)
     arms = _mode_arms(rng, seeds=tuple(range(6)))      # six training seeds: their spread is measured
@@ -292,7 +292,7 @@ def test_each_arm_is_judged_on_its_mode_with_its_mde():
     rows = summarise(arms, "base")
     assert [(r["arm"], r["mode"]) for r in rows] == [("base", "full_turn"), ("policy-idea", "full_turn"),
                                                       ("value-idea", "full_turn")]
-    from yamblab.platform.sweep import plot_table
+    from yamblab.sweeps.driver import plot_table
 
     plot_table(summarise(arms, "base", {"policy-idea": "none"}), "base")
 
@@ -320,7 +320,7 @@ def test_mde_shrinks_as_one_over_root_games():
 
 
 def test_arm_curves_overlay_the_arms():
-    from yamblab.platform import plots
+    from yamblab.training import plots
 
     seed = lambda off, ci=True: {"step": [2, 4, 6], "mean": [10 + off, 8 + off, 7 + off],  # noqa: E731
                                  **({"ci_low": [9, 7, 6], "ci_high": [11, 9, 8]} if ci else {}),
@@ -339,7 +339,7 @@ def test_arm_curves_overlay_the_arms():
 def test_tpe_study_reports_and_resumes(ray_cluster, tmp_path, monkeypatch):
     import optuna
 
-    from yamblab.platform.sweep import Sweep
+    from yamblab.sweeps.driver import Sweep
 
     monkeypatch.chdir(tmp_path)
     spec_path = tmp_path / "tpe.yaml"
@@ -370,7 +370,7 @@ def test_trials_on_a_time_budget_stop_at_it_and_the_bar_shows_minutes(ray_cluste
     sweep's progress bar counts trial-minutes of the budget (not an ETA over iterations)."""
     import optuna
 
-    from yamblab.platform.sweep import Sweep
+    from yamblab.sweeps.driver import Sweep
 
     monkeypatch.chdir(tmp_path)
     spec_path = tmp_path / "timed.yaml"
@@ -399,8 +399,8 @@ def test_sweep_trial_runs_the_training_actors_in_its_cpus(ray_cluster, tiny_conf
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     from yamblab.errors import ConfigError
-    from yamblab.platform.config import apply_overrides
-    from yamblab.platform.sweep import TrialRunner
+    from yamblab.training.config import apply_overrides
+    from yamblab.sweeps.driver import TrialRunner
 
     cfg = apply_overrides(tiny_config, {"runtime.worker_cpus": 0.5, "runtime.learner_cpus": 0.25,
                                         "runtime.eval_cpus": 0.25, "runtime.iterations": 1})
@@ -432,7 +432,7 @@ def test_sweep_trial_runs_the_training_actors_in_its_cpus(ray_cluster, tiny_conf
 def test_unreachable_optuna_database_is_named(tmp_path):
     """A wrong or unreachable storage URL is the user's to fix: one clear error, no traceback."""
     from yamblab.errors import YamblabError
-    from yamblab.platform.sweep import Sweep
+    from yamblab.sweeps.driver import Sweep
 
     spec, base = load_sweep(ROOT / "experiments" / "test-sweep.yaml", storage="postgresql://nobody@127.0.0.1:1/none")
     sw = Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", progress=False)
@@ -441,7 +441,7 @@ def test_unreachable_optuna_database_is_named(tmp_path):
 
 
 def test_variance_components_recover_a_known_design_and_plan_the_seeds():
-    from yamblab.platform.sweep import seeds_needed, variance_components
+    from yamblab.sweeps.driver import seeds_needed, variance_components
 
     rng = np.random.default_rng(5)
     n_s, n_g = 400, 300
@@ -460,7 +460,7 @@ def test_variance_components_recover_a_known_design_and_plan_the_seeds():
     assert z * var(s) ** 0.5 <= 0.5 < z * var(s - 1) ** 0.5
     assert seeds_needed({"seed": 0.0, "game": 0.0, "resid": 1.0}, games=1000) == 1
     assert seeds_needed(known, games=10, target=0.5) is None    # the games' own spread is too wide
-    from yamblab.platform.sweep import design_for_target
+    from yamblab.sweeps.driver import design_for_target
 
     assert design_for_target(known, 500) == (s, 500)
     n_s, n_g = design_for_target(known, 10)
@@ -487,7 +487,7 @@ def test_the_table_says_what_the_target_needs():
 
 
 def test_interval_over_few_seeds_covers_the_true_mean():
-    from yamblab.platform.sweep import _interval
+    from yamblab.sweeps.driver import _interval
 
     # a training-seed effect as large as the main job's (SD 3 points) and noisy games: two seeds
     # give a wide interval that still covers the true mean about 95% of the time

@@ -386,14 +386,14 @@ def train(
     """Train an agent by AlphaZero-style self-play on a Ray cluster, graded by the oracle."""
     import datetime
 
-    from yamblab.platform.runtime import CHECKPOINT, TrainingRun
-    from yamblab.platform.config import apply_overrides, load_run_config
-    from yamblab.platform.tracking import Tracker
+    from yamblab.training.runtime import CHECKPOINT, TrainingRun
+    from yamblab.training.config import apply_overrides, load_run_config
+    from yamblab.training.tracking import Tracker
 
     if resume:
         from yamblab.model.checkpoint import load_checkpoint
-        from yamblab.platform.config import RunConfig
-        from yamblab.platform.configio import validate
+        from yamblab.training.config import RunConfig
+        from yamblab.training.configio import validate
 
         run_dir = Path(resume)
         if not (run_dir / CHECKPOINT).exists():
@@ -481,8 +481,8 @@ def sweep(
     KubeRay: kubectl apply -f infra/rayjob.yaml (its entrypoint is this command).
 
     Exact steps for each: infra/README.md."""
-    from yamblab.platform.config import load_sweep
-    from yamblab.platform.sweep import Sweep
+    from yamblab.sweeps.spec import load_sweep
+    from yamblab.sweeps.driver import Sweep
 
     import time
 
@@ -509,7 +509,7 @@ def _machine_speed() -> str:
 
     from yamblab.games.yahtzee.rules import OFFICIAL
     from yamblab.oracle.yahtzee import _kernels
-    from yamblab.platform.runtime import machine_description
+    from yamblab.training.runtime import machine_description
 
     t0 = time.perf_counter()
     _kernels.solve(OFFICIAL.joker_code, OFFICIAL.upper_bonus, OFFICIAL.yahtzee_bonus, 1)

@@ -260,7 +260,7 @@ def log_breakdown(occs: dict, rules, tracking_uri: Optional[str], experiment: st
         ``(run_id, tracker)``.
     """
     from yamblab.rules_of_thumb.plots import breakdown_figure
-    from yamblab.platform.tracking import DEFAULT_TRACKING_URI, Tracker
+    from yamblab.training.tracking import DEFAULT_TRACKING_URI, Tracker
 
     fig = breakdown_figure(occs)
     if plot is not None:
@@ -407,7 +407,7 @@ def tune_cmd(
 
         from yamblab.rules_of_thumb import valuations as V
         from yamblab.rules_of_thumb.tuning import coordinate_descent, optuna_search
-        from yamblab.platform.tracking import DEFAULT_TRACKING_URI, Tracker
+        from yamblab.training.tracking import DEFAULT_TRACKING_URI, Tracker
 
         if method not in ("cd", "tpe", "cmaes"):
             raise V.UnknownVariantError(f"--method: unknown method {method!r}; choose cd, tpe or cmaes")

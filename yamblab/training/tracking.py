@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from yamblab.platform.configio import flatten
+from yamblab.training.configio import flatten
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 log = logging.getLogger(__name__)

@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from yamblab.platform.branch import config_digest
-from yamblab.platform.config import RunConfig, SweepConfig, apply_overrides
-from yamblab.platform.tracking import Tracker, code_version
+from yamblab.sweeps.branch import config_digest
+from yamblab.sweeps.spec import SweepConfig
+from yamblab.training.config import RunConfig, apply_overrides
+from yamblab.training.tracking import Tracker, code_version
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 class TrialRunner:
     """Drives one trial's training run, an iteration at a time (the body of a Ray trial actor).
 
-    The run is the same :class:`~yamblab.platform.runtime.TrainingRun` that ``yamblab train``
+    The run is the same :class:`~yamblab.training.runtime.TrainingRun` that ``yamblab train``
     drives, with the same actors (self-play workers, replay buffer, learner, evaluator, oracle
     service); the sweep starts this actor in the trial's placement group (one bundle of
     ``trial_cpus``) and the actors it creates are placed there too, so the trial stays within
@@ -56,7 +57,7 @@ class TrialRunner:
     """
 
     def __init__(self, config: RunConfig, run_dir: str, cpus: float, resume: bool = False):
-        from yamblab.platform.runtime import CHECKPOINT, TrainingRun
+        from yamblab.training.runtime import CHECKPOINT, TrainingRun
 
         resume = bool(resume) and (Path(run_dir) / CHECKPOINT).exists()
         self.run = TrainingRun(config, run_dir, resume=resume, progress=False, cpus=cpus)
@@ -167,7 +168,7 @@ class TrialRunner:
         the trial has finished (a finished trial is never carried on; the buffer is most of
         the file's size).
         """
-        from yamblab.platform.runtime import CHECKPOINT
+        from yamblab.training.runtime import CHECKPOINT
 
         self.run.keep_buffer_at_end = False
         self.run.run()   # evaluates the last iteration if it was not an evaluation iteration
@@ -513,7 +514,7 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
     else:
         lines.append("95% intervals over the evaluation games (one training seed per arm: seed-to-seed "
                      "spread is not included).")
-    from yamblab.platform.plots import MODE_UNITS, MODE_WORDS
+    from yamblab.training.plots import MODE_UNITS, MODE_WORDS
 
     for mode in dict.fromkeys(r.get("mode") for r in rows):
         if mode in MODE_UNITS:
@@ -746,7 +747,7 @@ class Sweep:
         self.base_iteration = 0
         self._base_state: dict | None = None     # the base checkpoint, loaded once
         if spec.branch_from is not None:
-            from yamblab.platform import branch
+            from yamblab.sweeps import branch
 
             b = spec.branch_from
             if b.checkpoint is not None:
@@ -991,7 +992,7 @@ class Sweep:
 
     def _train_base(self, parent: str, run_dir: Path) -> Path:
         """:meth:`_ensure_base`'s work, under the base's lock."""
-        from yamblab.platform.runtime import CHECKPOINT, TrainingRun
+        from yamblab.training.runtime import CHECKPOINT, TrainingRun
 
         b = self.spec.branch_from
         ckpt, done = run_dir / CHECKPOINT, run_dir / "base-done.json"
@@ -1063,8 +1064,8 @@ class Sweep:
         if self.base_checkpoint is not None:
             # a branched trial runs runtime.iterations more iterations after the base's, from a
             # first checkpoint written from the base's (once: a carried-on trial has its own)
-            from yamblab.platform.branch import branch_checkpoint
-            from yamblab.platform.runtime import CHECKPOINT
+            from yamblab.sweeps.branch import branch_checkpoint
+            from yamblab.training.runtime import CHECKPOINT
 
             cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
                 "iterations": self.base_iteration + cfg.runtime.iterations, "time_budget_minutes": None})})
@@ -1463,13 +1464,13 @@ class Sweep:
 
     def log_curves(self, parent: str, groups: dict[str, list], baseline: str, loss: str = "regret") -> list[str]:
         """Log the arms' learning curves overlaid to the sweep's parent run: one figure per
-        decision mode (``curves_MODE.png``, see :func:`yamblab.platform.plots.arm_curves`) and
+        decision mode (``curves_MODE.png``, see :func:`yamblab.training.plots.arm_curves`) and
         the curves' data (``curves.json``, see :meth:`curve_data`).
 
         Returns:
             the names of the figures logged.
         """
-        from yamblab.platform import plots
+        from yamblab.training import plots
 
         data = self.curve_data(groups, loss)
         self.tracker.log_text(parent, json.dumps(data, indent=1), "curves.json")

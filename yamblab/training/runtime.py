@@ -11,7 +11,7 @@ buffer (``train.replay_ratio`` optimiser samples per new position), the workers 
 the next iterations' games with the newest weights they were given, at most
 ``runtime.max_policy_lag`` weight versions behind (0: the serial loop). Evaluations run on the
 evaluator actor beside the loop. The actors' CPUs default to a split of what the run may use
-(:func:`~yamblab.platform.config.resolve_resources`), printed when a run starts.
+(:func:`~yamblab.training.config.resolve_resources`), printed when a run starts.
 
 A checkpoint (learner, EMA, optimiser, replay buffer, iteration and game counters, metrics
 history) is written atomically between iterations, every ``runtime.checkpoint_minutes`` (0:
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from yamblab.errors import ConfigError, YamblabError
-from yamblab.platform.config import Resources, RunConfig, resolve_resources
+from yamblab.training.config import Resources, RunConfig, resolve_resources
 
 log = logging.getLogger(__name__)
 
@@ -375,14 +375,14 @@ class TrainingRun:
         cfg: the run config.
         run_dir: the run's folder (checkpoint, config, plots).
         resume: continue from the checkpoint in ``run_dir``.
-        tracker: a :class:`~yamblab.platform.tracking.Tracker` (the driver is the only writer), or None.
+        tracker: a :class:`~yamblab.training.tracking.Tracker` (the driver is the only writer), or None.
         progress: show a progress bar (a time-budgeted run shows its budget in minutes).
         cpus: the CPUs the run's actors may declare in all (a sweep trial's); default: the
             cluster's.
         parent_run_id, tags: the MLflow run this run's own is a child of (a branched sweep's
             base), and further tags of its run.
 
-    A checkpoint written by :func:`~yamblab.platform.branch.branch_checkpoint` (a branched
+    A checkpoint written by :func:`~yamblab.sweeps.branch.branch_checkpoint` (a branched
     sweep's trial) carries on from its base's state; the run first evaluates its network at
     the branch point, so its curve starts where the base ended.
     """
@@ -454,7 +454,7 @@ class TrainingRun:
 
     # -- tracking
     def _start_tracking(self) -> None:
-        from yamblab.platform.tracking import code_version
+        from yamblab.training.tracking import code_version
 
         if self.run_id:
             try:
@@ -748,7 +748,7 @@ class TrainingRun:
         Returns:
             ``{"per_game_regret", "scores", "metrics", "files"}`` of the last evaluation.
         """
-        from yamblab.platform import plots
+        from yamblab.training import plots
 
         out_dir = Path(artifact_dir or self.run_dir)
         out_dir.mkdir(parents=True, exist_ok=True)

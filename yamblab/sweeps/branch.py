@@ -1,7 +1,7 @@
 """Branched sweeps: one trained base run that every arm and training seed of a sweep continues.
 
 An ablation whose arms each train from scratch for a few minutes judges a policy that has not
-learned yet. A branched sweep (``branch_from`` in the spec, :class:`~yamblab.platform.config.BranchSpec`)
+learned yet. A branched sweep (``branch_from`` in the spec, :class:`~yamblab.sweeps.spec.BranchSpec`)
 trains the baseline once (or takes a checkpoint), then starts every trial from the base's
 weights, EMA network, optimiser state and replay buffer, with its arm's idea switched on or off
 and its own training seed, so it measures an idea's effect on an agent that has already
@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from yamblab.errors import ConfigError
-from yamblab.platform.config import RunConfig, SweepConfig, apply_overrides
+from yamblab.sweeps.spec import SweepConfig
+from yamblab.training.config import RunConfig, apply_overrides
 
 #: Network switches a branch may turn on or off on a trained base: the hold-correction head
 #: and the auxiliary heads (a branch that turns one off drops its weights and their optimiser
@@ -84,7 +85,7 @@ def load_base(path: str | Path) -> tuple[dict, RunConfig]:
 
     from yamblab.errors import DamagedFileError
     from yamblab.model.checkpoint import load_checkpoint
-    from yamblab.platform.configio import validate
+    from yamblab.training.configio import validate
 
     path = Path(path)
     if not path.is_file():
@@ -201,7 +202,7 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
         base_checkpoint: the base run's ``checkpoint.pt``.
         cfg: the trial's run config.
         dest: the trial's run folder (its ``checkpoint.pt`` is written atomically).
-        evaluate: ``"changed"`` or ``"always"`` (:class:`~yamblab.platform.config.BranchSpec`).
+        evaluate: ``"changed"`` or ``"always"`` (:class:`~yamblab.sweeps.spec.BranchSpec`).
         state: the base checkpoint already loaded (a sweep loads it once for all its trials).
 
     The replay buffer's positions are not copied: the trial's checkpoint names the base's
@@ -214,7 +215,7 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
         DamagedFileError: a damaged base checkpoint; ConfigError: a network that cannot branch.
     """
     from yamblab.model.checkpoint import load_checkpoint, save_checkpoint
-    from yamblab.platform.runtime import CHECKPOINT, branch_record
+    from yamblab.training.runtime import CHECKPOINT, branch_record
 
     state = state if state is not None else load_checkpoint(base_checkpoint)
     learner = adapt_learner_state(state["learner"], cfg.model, seed=cfg.train.seed)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from yamblab.errors import ConfigError
+from yamblab.sweeps.report import format_table
 from yamblab.sweeps.spec import load_sweep
-from yamblab.sweeps.driver import ArmResult, format_table, summarise
+from yamblab.sweeps.stats import ArmResult, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +108,8 @@ def test_resume_plan_after_an_edited_spec(tmp_path, monkeypatch):
     """What a resumed grid keeps and runs, from the study alone (no Ray): unchanged arms kept,
     changed and new arms run, dropped arms named, interrupted trials carried on in their run."""
     import optuna
-    from yamblab.sweeps.driver import Sweep, config_digest
+    from yamblab.sweeps.branch import config_digest
+    from yamblab.sweeps.driver import Sweep
 
     monkeypatch.chdir(tmp_path)
     spec, base = load_sweep(ROOT / "experiments" / "test-sweep.yaml")
@@ -259,7 +261,7 @@ def _mode_arms(rng, games_none=2000, games_full=200, seeds=(0, 1), effect_none=0
 
 
 def test_each_arm_is_judged_on_its_mode_with_its_mde():
-    from yamblab.sweeps.driver import minimum_detectable_effect
+    from yamblab.sweeps.stats import minimum_detectable_effect
 
     rng = np.random.default_rng(1)
     arms = _mode_arms(rng, seeds=tuple(range(6)))      # six training seeds: their spread is measured
@@ -292,7 +294,7 @@ def test_each_arm_is_judged_on_its_mode_with_its_mde():
     rows = summarise(arms, "base")
     assert [(r["arm"], r["mode"]) for r in rows] == [("base", "full_turn"), ("policy-idea", "full_turn"),
                                                       ("value-idea", "full_turn")]
-    from yamblab.sweeps.driver import plot_table
+    from yamblab.sweeps.report import plot_table
 
     plot_table(summarise(arms, "base", {"policy-idea": "none"}), "base")
 
@@ -400,7 +402,7 @@ def test_sweep_trial_runs_the_training_actors_in_its_cpus(ray_cluster, tiny_conf
 
     from yamblab.errors import ConfigError
     from yamblab.training.config import apply_overrides
-    from yamblab.sweeps.driver import TrialRunner
+    from yamblab.sweeps.trial import TrialRunner
 
     cfg = apply_overrides(tiny_config, {"runtime.worker_cpus": 0.5, "runtime.learner_cpus": 0.25,
                                         "runtime.eval_cpus": 0.25, "runtime.iterations": 1})
@@ -441,7 +443,7 @@ def test_unreachable_optuna_database_is_named(tmp_path):
 
 
 def test_variance_components_recover_a_known_design_and_plan_the_seeds():
-    from yamblab.sweeps.driver import seeds_needed, variance_components
+    from yamblab.sweeps.stats import seeds_needed, variance_components
 
     rng = np.random.default_rng(5)
     n_s, n_g = 400, 300
@@ -460,7 +462,7 @@ def test_variance_components_recover_a_known_design_and_plan_the_seeds():
     assert z * var(s) ** 0.5 <= 0.5 < z * var(s - 1) ** 0.5
     assert seeds_needed({"seed": 0.0, "game": 0.0, "resid": 1.0}, games=1000) == 1
     assert seeds_needed(known, games=10, target=0.5) is None    # the games' own spread is too wide
-    from yamblab.sweeps.driver import design_for_target
+    from yamblab.sweeps.stats import design_for_target
 
     assert design_for_target(known, 500) == (s, 500)
     n_s, n_g = design_for_target(known, 10)
@@ -487,7 +489,7 @@ def test_the_table_says_what_the_target_needs():
 
 
 def test_interval_over_few_seeds_covers_the_true_mean():
-    from yamblab.sweeps.driver import _interval
+    from yamblab.sweeps.stats import _interval
 
     # a training-seed effect as large as the main job's (SD 3 points) and noisy games: two seeds
     # give a wide interval that still covers the true mean about 95% of the time

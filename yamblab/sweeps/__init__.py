@@ -1,3 +1,3 @@
 """Sweeps of training runs (ablation grids, tuning studies): the spec's schema (:mod:`.spec`), the
-driver with its trial actor, statistics and report (:mod:`.driver`), and branched sweeps
-(:mod:`.branch`)."""
+driver (:mod:`.driver`), the trial actor (:mod:`.trial`), the statistics (:mod:`.stats`), the
+report (:mod:`.report`) and branched sweeps (:mod:`.branch`)."""

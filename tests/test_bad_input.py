@@ -94,7 +94,7 @@ def workspace():
         mp.setenv("YAMBLAB_CACHE_DIR", str(WS.base / "cache"))
         mp.setattr("yamblab.training.tracking.Tracker", _stub("an MLflow tracker"))
         mp.setattr("yamblab.sweeps.driver.Sweep", _stub("a sweep"))
-        mp.setattr("yamblab.platform.serve.run_server", _stub("the server"))
+        mp.setattr("yamblab.service.serve.run_server", _stub("the server"))
         mp.setattr("yamblab.platform.play.play_game", _stub("a terminal game"))
         mp.setattr("yamblab.rules_of_thumb.tuning.coordinate_descent", _stub("a tuning study"))
         mp.setattr("yamblab.rules_of_thumb.tuning.optuna_search", _stub("a tuning study"))

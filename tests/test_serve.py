@@ -14,8 +14,8 @@ with warnings.catch_warnings():
 
 from yamblab.games.yahtzee.rules import YahtzeeRules
 from yamblab.oracle.yahtzee.advice import advise, card_position
-from yamblab.platform.serve import create_app
-from yamblab.platform.service import Service
+from yamblab.service.serve import create_app
+from yamblab.service.service import Service
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +205,7 @@ def test_agent_move_matches_its_game_and_grades_it(client):
 
 
 def test_search_agent_reports_its_search_values(service):
-    from yamblab.platform import service as service_mod
+    from yamblab.service import service as service_mod
 
     table = service.table("forced")
     agent = service_mod._make_agent("oracle", table, None)

@@ -102,7 +102,7 @@ def _click(drv, element_id):
 
 
 def test_play_a_whole_game_by_clicks_graded_like_the_oracle(server, browser, official_table):
-    from yamblab.platform.service import Service
+    from yamblab.service.service import Service
 
     drv = browser
     drv.get(server)

@@ -106,8 +106,8 @@ def test_served_target_advice_and_its_mistakes(official_table):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient
-    from yamblab.platform.serve import create_app
-    from yamblab.platform.service import Service
+    from yamblab.service.serve import create_app
+    from yamblab.service.service import Service
 
     table, off, wid = _target.solve(0, True, True, S, 0, None, 11)
     t = TargetTable(OFFICIAL, S, table, off, wid)

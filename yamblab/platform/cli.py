@@ -333,8 +333,8 @@ def serve(
                                                                          "(default 300)."),
 ):
     """Serve the advice API (docs at /docs) and the browser client; prints the URL."""
-    from yamblab.platform.serve import check_address, run_server
-    from yamblab.platform.service import Service
+    from yamblab.service.serve import check_address, run_server
+    from yamblab.service.service import Service
 
     check_address(host, port)
     names = [_rules(r).name for r in rules]

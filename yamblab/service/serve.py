@@ -33,7 +33,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field
 
 from yamblab.errors import YamblabError
-from yamblab.platform.service import MAX_SEED, Service
+from yamblab.service.service import MAX_SEED, Service
 
 STATIC = Path(__file__).with_name("static")
 
@@ -137,7 +137,7 @@ def _dump(m) -> dict:
 
 
 def create_app(service: Service):
-    """The FastAPI app over a :class:`~yamblab.platform.service.Service` (its tables already loaded)."""
+    """The FastAPI app over a :class:`~yamblab.service.service.Service` (its tables already loaded)."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, RedirectResponse
     from fastapi.staticfiles import StaticFiles

@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from yamblab.platform.cli import MAX_GAMES, MAX_SEED, app
+from yamblab.cli.main import MAX_GAMES, MAX_SEED, app
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_CONFIG = ROOT / "configs" / "yahtzee-tiny.yaml"
@@ -95,7 +95,7 @@ def workspace():
         mp.setattr("yamblab.training.tracking.Tracker", _stub("an MLflow tracker"))
         mp.setattr("yamblab.sweeps.driver.Sweep", _stub("a sweep"))
         mp.setattr("yamblab.service.serve.run_server", _stub("the server"))
-        mp.setattr("yamblab.platform.play.play_game", _stub("a terminal game"))
+        mp.setattr("yamblab.cli.play.play_game", _stub("a terminal game"))
         mp.setattr("yamblab.rules_of_thumb.tuning.coordinate_descent", _stub("a tuning study"))
         mp.setattr("yamblab.rules_of_thumb.tuning.optuna_search", _stub("a tuning study"))
         try:

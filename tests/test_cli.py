@@ -4,7 +4,7 @@ import pytest
 
 from typer.testing import CliRunner
 
-from yamblab.platform.cli import app
+from yamblab.cli.main import app
 
 runner = CliRunner()
 

@@ -161,7 +161,7 @@ def test_score_features_and_longest_straight():
 def test_summary_lists_layers_and_parameter_count():
     from typer.testing import CliRunner
 
-    from yamblab.model.cli import app
+    from yamblab.cli.model import app
 
     res = CliRunner().invoke(app, ["summary", "--preset", "tiny"])
     assert res.exit_code == 0, res.output

@@ -4,8 +4,8 @@ from typer.testing import CliRunner
 
 from yamblab.actors.replay import ReplayBuffer
 from yamblab.errors import ConfigError, IllegalActionError
-from yamblab.platform.cli import app
-from yamblab.platform.play import parse_move
+from yamblab.cli.main import app
+from yamblab.cli.play import parse_move
 
 
 def test_parse_move():

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _yamblab(*args, **kw):
-    return [sys.executable, "-m", "yamblab.platform.cli", *args]
+    return [sys.executable, "-m", "yamblab.cli.main", *args]
 
 
 @pytest.mark.slow
@@ -64,7 +64,7 @@ def test_killed_driver_resumes_at_the_right_iteration(tmp_path, config, n):
 def test_damaged_checkpoint_is_refused_by_grade(tmp_path):
     from typer.testing import CliRunner
 
-    from yamblab.platform.cli import app
+    from yamblab.cli.main import app
 
     bad = tmp_path / "checkpoint.pt"
     bad.write_bytes(b"YAMBLAB-CHECKPOINT\n{\"format\": 1, \"size\": 100, \"sha256\": \"00\"}\nshort")

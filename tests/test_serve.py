@@ -288,7 +288,7 @@ def test_card_position_knows_the_variant():
 
 def test_terminal_play_refuses_bare_numbers():
     from yamblab.errors import IllegalActionError
-    from yamblab.platform.play import parse_move
+    from yamblab.cli.play import parse_move
 
     with pytest.raises(IllegalActionError, match="box name"):
         parse_move("5", 2)
@@ -308,7 +308,7 @@ def test_docs_and_the_page_are_served(client):
 def test_advise_command_knows_the_variant(official_table):
     from typer.testing import CliRunner
 
-    from yamblab.platform.cli import app
+    from yamblab.cli.main import app
 
     run = CliRunner().invoke
     r = run(app, ["advise", "--dice", "11346", "--card", "5=20"])

@@ -136,7 +136,7 @@ def test_exact_network_score_of_a_perfect_network(official_table):
 
 
 def test_cli_refuses_bad_valuations(tmp_path):
-    from yamblab.platform.cli import app
+    from yamblab.cli.main import app
 
     runner = CliRunner()
     res = runner.invoke(app, ["oracle", "evaluate", "--valuation", "nonsense"])
@@ -153,7 +153,7 @@ def test_cli_refuses_bad_valuations(tmp_path):
 
 @pytest.mark.slow
 def test_cli_evaluates_a_rule_file_with_breakdown(tmp_path):
-    from yamblab.platform.cli import app
+    from yamblab.cli.main import app
 
     f = tmp_path / "ramp.json"
     f.write_text(named_rule("average-ramp").model_dump_json())
@@ -247,7 +247,7 @@ def _mlflow_run(uri, experiment):
 
 
 def test_cli_optuna_study_is_logged_to_mlflow(tmp_path):
-    from yamblab.platform.cli import app
+    from yamblab.cli.main import app
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = tmp_path / "best.json"
@@ -272,7 +272,7 @@ def test_cli_optuna_study_is_logged_to_mlflow(tmp_path):
 
 
 def test_cli_refuses_step_with_optuna_and_a_plot_that_is_not_png(tmp_path):
-    from yamblab.platform.cli import app
+    from yamblab.cli.main import app
 
     runner = CliRunner()
     res = runner.invoke(app, ["valuation", "tune", "--method", "tpe", "--step", "1", "--trials", "1"])
@@ -286,7 +286,7 @@ def test_cli_refuses_step_with_optuna_and_a_plot_that_is_not_png(tmp_path):
 def test_cli_breakdown_plot_of_several_valuations(tmp_path):
     from yamblab.games.yahtzee.rules import YahtzeeRules
     from yamblab.oracle.yahtzee.table import OracleTable
-    from yamblab.platform.cli import app
+    from yamblab.cli.main import app
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     png = tmp_path / "breakdown.png"
@@ -330,7 +330,7 @@ def test_cli_evaluates_a_checkpoint(tmp_path):
     from yamblab.model.checkpoint import load_network, save_checkpoint
     from yamblab.model.config import ModelConfig
     from yamblab.model.exact_score import network_table
-    from yamblab.platform.cli import app
+    from yamblab.cli.main import app
 
     path = save_checkpoint(tmp_path / "run" / "checkpoint.pt",
                            Learner(ModelConfig.preset("tiny"), TrainConfig()).state_dict())

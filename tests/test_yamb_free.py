@@ -202,7 +202,7 @@ def test_cli_grades_free_column_search_on_the_oracle_with_zero_regret():
 
     from typer.testing import CliRunner
 
-    from yamblab.platform.cli import app
+    from yamblab.cli.main import app
 
     res = CliRunner().invoke(app, ["grade", "--game", "yamb", "--columns", "free", "--agent", "search",
                                    "--valuation", "oracle", "--games", "10", "--json"])

@@ -28,7 +28,7 @@ import typer
 from typer.core import TyperGroup
 
 from yamblab.errors import YamblabError
-from yamblab.platform.user_errors import user_errors
+from yamblab.cli.user_errors import user_errors
 
 
 class _Group(TyperGroup):
@@ -148,7 +148,7 @@ def oracle_evaluate(
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ):
     """Exact expected score of turn-perfect play against a valuation (no sampling noise)."""
-    from yamblab.platform.valuation_cli import evaluate_command
+    from yamblab.cli.valuation import evaluate_command
 
     evaluate_command(valuation, rules, breakdown, as_json)
 
@@ -313,7 +313,7 @@ def play(
     """Play a game of Yahtzee in the terminal; the oracle grades every decision you make."""
     import random
 
-    from yamblab.platform.play import play_game
+    from yamblab.cli.play import play_game
 
     play_game(_rules(rules), seed if seed is not None else random.randrange(2**32), hints)
 
@@ -548,8 +548,8 @@ def _mount_optional(name: str, module: str, help_text: str) -> None:
     app.add_typer(mod.app, name=name, help=help_text)
 
 
-_mount_optional("model", "yamblab.model.cli", "The network: presets and summaries.")
-_mount_optional("valuation", "yamblab.platform.valuation_cli", "Rules of thumb: exact evaluation and tuning.")
+_mount_optional("model", "yamblab.cli.model", "The network: presets and summaries.")
+_mount_optional("valuation", "yamblab.cli.valuation", "Rules of thumb: exact evaluation and tuning.")
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ VALUATION_HELP = (f"A name ({', '.join(NAMES)}), a rule file (.json/.yaml), a ta
 
 
 def _user_errors(fn):
-    from yamblab.platform.user_errors import user_errors
+    from yamblab.cli.user_errors import user_errors
 
     return user_errors(fn)
 

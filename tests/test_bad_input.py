@@ -35,7 +35,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from yamblab.cli.main import MAX_GAMES, MAX_SEED, app
+from yamblab.cli.common import MAX_GAMES, MAX_SEED
+from yamblab.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_CONFIG = ROOT / "configs" / "yahtzee-tiny.yaml"

@@ -1,2 +1,2 @@
-"""The ``yamblab`` command line: the app, its commands and its entry point (:mod:`.main`), and the
-command groups mounted on it (:mod:`.model`, :mod:`.valuation`)."""
+"""The ``yamblab`` command line: the app and its entry point (:mod:`.main`), and one module per
+command group (oracle, grade, play, serve, train, sweep, model, valuation)."""

@@ -1,15 +1,28 @@
-"""Play Yahtzee in the terminal with every decision graded by the oracle."""
+"""``yamblab play``: play Yahtzee in the terminal with every decision graded by the oracle."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 import numpy as np
 import typer
 
+from yamblab.cli.common import MAX_SEED, RULES_HELP, _rules
+from yamblab.cli.user_errors import user_errors
 from yamblab.errors import IllegalActionError, YamblabError
-from yamblab.games.yahtzee.engine import new_batch
 from yamblab.games.yahtzee.rules import BOX_LABELS, box_index
-from yamblab.oracle.yahtzee.grading import Grader
-from yamblab.oracle.yahtzee.table import OracleTable
+
+
+@user_errors
+def play(
+    seed: Optional[int] = typer.Option(None, min=0, max=MAX_SEED, help="Dice seed (default: random)."),
+    rules: str = typer.Option("forced", help=RULES_HELP),
+    hints: bool = typer.Option(False, help="Show the oracle's move before each decision."),
+):
+    """Play a game of Yahtzee in the terminal; the oracle grades every decision you make."""
+    import random
+
+    play_game(_rules(rules), seed if seed is not None else random.randrange(2**32), hints)
 
 
 def parse_move(text: str, rolls_left: int) -> int:
@@ -46,6 +59,10 @@ def parse_move(text: str, rolls_left: int) -> int:
 
 def play_game(rules, seed: int, hints: bool = False) -> None:
     """One interactive game on dice ``seed``: prompts for moves, prints each move's loss."""
+    from yamblab.games.yahtzee.engine import new_batch
+    from yamblab.oracle.yahtzee.grading import Grader
+    from yamblab.oracle.yahtzee.table import OracleTable
+
     table = OracleTable.get(rules)
     grader = Grader(table)
     batch = new_batch(1, rules, seed=seed)

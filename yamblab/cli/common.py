@@ -1,0 +1,53 @@
+"""What the command groups share: the limits on games and seeds, the help text of a rule
+variant, and the helpers that read a variant, ``--set`` options and a bad choice."""
+
+from __future__ import annotations
+
+from yamblab.errors import YamblabError
+
+
+#: the most games one command grades, and the largest dice seed
+MAX_GAMES = 100_000_000
+MAX_SEED = 2**64 - 1
+
+RULES_HELP = ("Rule variant: a joker rule (forced = official, free = Verhoeff, priority = the reading "
+              "of the 'How The AI Works' page, none), optionally followed by ',no-upper-bonus' "
+              "and/or ',no-yahtzee-bonus'.")
+
+
+def _rules(text: str):
+    from yamblab.games.yahtzee.rules import YahtzeeRules
+
+    return YahtzeeRules.parse(text)
+
+
+def _parse_sets(sets: list[str]) -> dict:
+    """``--set train.lr=3e-4`` options as a dict of dotted keys to YAML-parsed values."""
+    import yaml
+
+    from yamblab.errors import ConfigError
+
+    out = {}
+    for item in sets or []:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. train.lr=3e-4")
+        k, _, v = item.partition("=")
+        if not k.strip():
+            raise ConfigError(f"--set {item!r}: no key before '=', e.g. train.lr=3e-4")
+        try:
+            out[k.strip()] = yaml.safe_load(v)
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {item!r}: the value {v!r} is not valid YAML") from None
+    return out
+
+
+def _unknown_game(game: str) -> YamblabError:
+    from yamblab.errors import UnknownVariantError
+
+    return UnknownVariantError(f"unknown game {game!r}; choose yahtzee or yamb")
+
+
+def _bad_choice(what: str, value: str, choices: list[str]) -> YamblabError:
+    from yamblab.errors import UnknownVariantError
+
+    return UnknownVariantError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")

@@ -1,0 +1,129 @@
+"""``yamblab grade`` and ``yamblab baseline``: agents played on seeded dice and graded against the
+exact oracle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from yamblab.cli.common import MAX_GAMES, MAX_SEED, RULES_HELP, _bad_choice, _rules, _unknown_game
+from yamblab.cli.user_errors import user_errors
+from yamblab.errors import YamblabError
+
+
+@user_errors
+def grade(
+    agent: Optional[str] = typer.Option(None, help="A registered agent (default greedy). Yahtzee: random, "
+                                                   "greedy, oracle, search; Yamb: random, greedy, heuristic, "
+                                                   "oracle (a single down/up/free column), search."),
+    games: int = typer.Option(1000, min=1, max=MAX_GAMES, help="Number of games."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED,
+                             help="Dice seed: the same seed gives every agent the same dice."),
+    rules: Optional[str] = typer.Option(None, help=RULES_HELP + " Yahtzee only (default forced)."),
+    game: str = typer.Option("yahtzee", help="yahtzee or yamb."),
+    preset: Optional[str] = typer.Option(None, help="Yamb rule preset (default croatian; with --game yamb)."),
+    columns: Optional[str] = typer.Option(None, help="Yamb only: play only these columns of the preset, "
+                                                     "comma-separated (e.g. free: the single free-column game, "
+                                                     "graded decision by decision by its exact oracle)."),
+    valuation: Optional[str] = typer.Option(None, help="For --agent search: 'oracle' or a checkpoint path."),
+    checkpoint: Optional[str] = typer.Option(None, help="Grade a trained agent from this checkpoint "
+                                                        "(the search agent on its network)."),
+    depth: Optional[str] = typer.Option(None, help="Search depth of a network agent: none (policy "
+                                                   "alone), one_step or full_turn (default)."),
+    versus: Optional[str] = typer.Option(None, help="A Yamb card of several columns: the bot it is "
+                                                    "compared with on the same dice (heuristic, the "
+                                                    "default, greedy or random)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+):
+    """Play seeded games with an agent and grade every decision against the exact oracle.
+
+    Yahtzee and a single Yamb column (down, up or free) are graded decision by decision: the
+    regret per game with its 95% CI, by decision and by box. A Yamb card of several columns
+    has no exact oracle: it is compared with a bot (--versus, the heuristic by default) on the
+    same dice instead: both mean scores and their paired difference with its 95% CI.
+    """
+    from yamblab.agents.base import make_agent
+    from yamblab.games.protocol import make_game
+
+    if game not in ("yahtzee", "yamb"):
+        raise _unknown_game(game)
+    if game == "yamb" and rules is not None:
+        raise YamblabError("--rules is a Yahtzee option; Yamb takes --preset (and --columns)")
+    if game == "yahtzee" and (preset is not None or columns is not None):
+        raise YamblabError("--preset and --columns are Yamb options (with --game yamb)")
+    if depth is not None and depth not in ("none", "one_step", "full_turn"):
+        raise _bad_choice("search depth", depth, ["none", "one_step", "full_turn"])
+    if checkpoint is not None:
+        if agent not in (None, "search"):
+            raise YamblabError(f"--checkpoint plays the search agent on its network; drop --agent {agent}")
+        if valuation is not None:
+            raise YamblabError("--checkpoint is the valuation; drop --valuation")
+        if not Path(checkpoint).is_file():
+            raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
+        agent, valuation = "search", checkpoint
+    agent = agent if agent is not None else "greedy"
+    if agent != "search" and valuation is not None:
+        raise YamblabError(f"--valuation is an option of the search agent, not of {agent}")
+    if agent != "search" and depth is not None:
+        raise YamblabError(f"--depth is an option of the search agent, not of {agent}")
+    if valuation is not None and valuation != "oracle" and not Path(valuation).is_file():
+        raise YamblabError(f"--valuation: no checkpoint file at {valuation} (or use 'oracle')")
+    if game == "yamb":
+        cols = [c.strip() for c in columns.split(",")] if columns is not None else None
+        if cols is not None and not all(cols):
+            raise YamblabError(f"--columns {columns!r}: give column names separated by commas, e.g. free "
+                               "or down,up")
+        g = make_game("yamb", preset=preset or "croatian", columns=cols)
+    else:
+        g = make_game("yahtzee", rules or "forced")
+    if versus is not None:
+        if g.name != "yamb" or g.oracle_column:
+            raise YamblabError("--versus names the bot a Yamb card of several columns is compared with; "
+                               "this game is graded by its exact oracle instead")
+        if versus not in ("heuristic", "greedy", "random"):
+            raise _bad_choice("bot to compare with", versus, ["heuristic", "greedy", "random"])
+    options = {}
+    if valuation is not None:
+        options["valuation"] = valuation
+    if depth is not None:
+        options["depth"] = depth
+    if g.name == "yamb":
+        from yamblab.oracle.yamb.grading import grade_yamb
+
+        a = make_agent(agent, g, seed=seed, **options)
+        base = None if g.oracle_column else make_agent(versus or "heuristic", g, seed=seed)
+        report = grade_yamb(a, g, games=games, seed=seed, baseline=base, progress=not as_json)
+    else:
+        from yamblab.oracle.yahtzee.grading import grade as _grade
+        from yamblab.oracle.yahtzee.table import OracleTable
+
+        table = OracleTable.get(g.rules)
+        a = make_agent(agent, g, table=table, seed=seed, **options)
+        report = _grade(a, g.rules, games=games, seed=seed, table=table, progress=not as_json)
+    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.format())
+
+
+@user_errors
+def baseline(
+    games: int = typer.Option(2000, min=1, max=MAX_GAMES, help="Games per agent."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Dice seed."),
+    rules: str = typer.Option("forced", help=RULES_HELP),
+):
+    """Build the oracle, evaluate greedy play exactly, and grade the baseline agents."""
+    from yamblab.agents.base import make_agent
+    from yamblab.agents.yahtzee_agents import zero_valuation
+    from yamblab.oracle.yahtzee.grading import grade as _grade
+    from yamblab.oracle.yahtzee.policy_eval import expected_score
+    from yamblab.oracle.yahtzee.table import OracleTable
+
+    r = _rules(rules)
+    table = OracleTable.get(r, progress=True)
+    typer.echo(f"optimal expected score ({r.name}): {table.new_game_value:.4f}")
+    typer.echo(f"greedy (turn-perfect, zero valuation), exact: {expected_score(zero_valuation(), r):.4f}")
+    for name in ("random", "greedy", "oracle"):
+        report = _grade(make_agent(name, r, table=table, seed=seed), r, games=games, seed=seed,
+                        table=table, progress=True)
+        typer.echo(report.format())

@@ -1,0 +1,72 @@
+"""``yamblab sweep``: ablation grids and tuning studies (Optuna + Ray + MLflow)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from yamblab.cli.common import _parse_sets
+from yamblab.cli.user_errors import user_errors
+
+
+@user_errors
+def sweep(
+    spec: Path = typer.Argument(..., help="Sweep spec YAML (experiments/…)."),
+    address: Optional[str] = typer.Option(None, help="Join an existing Ray cluster (HOST:6379, or auto on "
+                                          "a cluster node); default: start a local one."),
+    tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI: an MLflow server "
+                                               "(http://HOST:5000); default sqlite:///mlflow.db here."),
+    storage: Optional[str] = typer.Option(None, help="Optuna storage: a journal file path (one driver), or "
+                                          "postgresql://USER:PASS@HOST:5432/DB (several sweeps at once)."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override a key of the sweep spec "
+                                   "(the value is read as YAML), e.g. --set name=ablation-b --set 'seeds=[4,5,6,7]' "
+                                   "--set overrides.runtime.iterations=8 (a run setting of every trial) "
+                                   "--set branch_from.iterations=40. Repeatable. A new name makes a new study; "
+                                   "give the same --set again to resume it."),
+):
+    """Run (or resume) an ablation grid or tuning study; print each arm's regret and verdict.
+
+    Rerun the same command to resume: finished trials are kept, trials a killed driver left half done carry on from their checkpoints, and after an edit of the spec the unchanged arms are kept while changed and new arms run (it says which). A trial whose node dies resumes from its checkpoint on another node. The parent MLflow run holds each arm's mean regret with its 95% interval across training seeds and evaluation games, and a comparison plot.
+
+    Laptop: yamblab sweep experiments/ablation-small.yaml (a local Ray cluster, MLflow in mlflow.db, the Optuna journal in .yamblab/sweeps/).
+
+    Ray cluster (ray up infra/ray-cluster.yaml, or ray start --head / ray start --address on each machine, RAY_AUTH_MODE=token with the same token everywhere), on the head: yamblab sweep SPEC --address auto --tracking-uri http://MLFLOW:5000 --storage postgresql://USER:PASS@DB:5432/optuna, from a folder every node mounts (the checkpoints go to runs/ there).
+
+    KubeRay: kubectl apply -f infra/rayjob.yaml (its entrypoint is this command).
+
+    Exact steps for each: infra/README.md."""
+    from yamblab.sweeps.spec import load_sweep
+    from yamblab.sweeps.driver import Sweep
+
+    import time
+
+    t0 = time.perf_counter()
+    sp, base = load_sweep(spec, storage, _parse_sets(set_) if set_ else None)
+    sw = Sweep(sp, base, tracking_uri=tracking_uri, ray_address=address)
+    rows = sw.run()
+    if sp.branch_from is not None:
+        typer.echo(f"\nsweep {sp.name}: every trial branched from one trained base at iteration "
+                   f"{sw.base_iteration} and trained {base.runtime.iterations} more iterations; each arm's "
+                   f"loss per game in the mode it is judged on (modes explained under the table), lower is better\n")
+    else:
+        typer.echo(f"\nsweep {sp.name}: oracle regret per game on the same evaluation dice (seed "
+                   f"{base.runtime.eval_seed}; the games per mode are under the table), lower is better\n")
+    typer.echo(sw.table_text if rows else "no finished trials")
+    typer.echo(f"\nwall time {time.perf_counter() - t0:.0f} s on {_machine_speed()}")
+    typer.echo(f"open the MLflow UI on these runs:  {sw.tracker.ui_command()}")
+
+
+def _machine_speed() -> str:
+    """The machine in a few words with its speed: the exact oracle's build on one thread (the
+    official rules' table; benchmarks/oracle_build.py), a yardstick for comparing wall times."""
+    import time
+
+    from yamblab.games.yahtzee.rules import OFFICIAL
+    from yamblab.oracle.yahtzee import _kernels
+    from yamblab.training.runtime import machine_description
+
+    t0 = time.perf_counter()
+    _kernels.solve(OFFICIAL.joker_code, OFFICIAL.upper_bonus, OFFICIAL.yahtzee_bonus, 1)
+    return f"{machine_description()}; the oracle table builds in {time.perf_counter() - t0:.2f} s on one thread"

@@ -1,0 +1,91 @@
+"""``yamblab train``: AlphaZero-style training on a Ray cluster (resumable)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from yamblab.cli.common import _parse_sets
+from yamblab.cli.user_errors import user_errors
+from yamblab.errors import YamblabError
+
+
+@user_errors
+def train(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Run config YAML (configs/…)."),
+    resume: Optional[str] = typer.Option(None, help="Resume a run: its folder, or its name under runtime.run_dir."),
+    address: Optional[str] = typer.Option(None, help="Join an existing Ray cluster (e.g. 'auto'); default: start a local one."),
+    tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default: sqlite:///mlflow.db here)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a config key, e.g. --set train.lr=3e-4 (repeatable)."),
+):
+    """Train an agent by AlphaZero-style self-play on a Ray cluster, graded by the oracle."""
+    import datetime
+
+    from yamblab.training.runtime import CHECKPOINT, TrainingRun
+    from yamblab.training.config import apply_overrides, load_run_config
+    from yamblab.training.tracking import Tracker
+
+    if resume:
+        from yamblab.model.checkpoint import load_checkpoint
+        from yamblab.training.config import RunConfig
+        from yamblab.training.configio import validate
+
+        run_dir = Path(resume)
+        if not (run_dir / CHECKPOINT).exists():
+            base = load_run_config(config).runtime.run_dir if config else "runs"
+            run_dir = Path(base) / resume
+        if not (run_dir / CHECKPOINT).exists():
+            raise YamblabError(f"no run to resume at {resume} (looked for {run_dir / CHECKPOINT})")
+        import yaml
+
+        cfg = validate(RunConfig, yaml.safe_load(load_checkpoint(run_dir / CHECKPOINT)["config"]),
+                       str(run_dir / CHECKPOINT))
+        if set_:
+            cfg = apply_overrides(cfg, _parse_sets(set_), "--set")
+    else:
+        if config is None:
+            raise YamblabError("give --config configs/NAME.yaml (or --resume RUN)")
+        cfg = load_run_config(config, _parse_sets(set_))
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        run_dir = Path(cfg.runtime.run_dir) / f"{cfg.name}-{stamp}"
+    tracker = Tracker(tracking_uri or cfg.tracking.uri, cfg.tracking.experiment)
+    from yamblab.actors.cluster import init_ray
+
+    init_ray(address)
+    started = True
+    run = None
+    try:
+        run = TrainingRun(cfg, run_dir, resume=bool(resume), tracker=tracker)
+        typer.echo(f"run {run_dir} (iteration {run.iteration} of {cfg.runtime.iterations}); "
+                   f"resume with: yamblab train --resume {run_dir}")
+        rt = cfg.runtime
+        typer.echo(f"resources: {run.backend.resources.describe()}\n"
+                   f"loop: self-play plays up to {rt.max_policy_lag} weight version(s) ahead of the learner; "
+                   f"replay ratio {cfg.train.replay_ratio:g} optimiser samples per new position")
+        run.run()
+        out = run.finish()
+        last = {**run.history[-1], **(run.last_eval or {})}
+        if "eval.regret_mean" in last:
+            graded = (f"noise-free regret {last['eval.regret_mean']:.2f} points/game "
+                      f"[{last['eval.regret_ci_low']:.2f}, {last['eval.regret_ci_high']:.2f}]")
+        else:
+            graded = (f"noise-free score vs the heuristic bot on the same dice "
+                      f"{last.get('eval.vs_baseline_mean', float('nan')):+.1f} points/game "
+                      f"[{last.get('eval.vs_baseline_ci_low', float('nan')):+.1f}, "
+                      f"{last.get('eval.vs_baseline_ci_high', float('nan')):+.1f}]")
+        typer.echo(f"done: {run.iteration} iterations, {run.elapsed / 60:.1f} min; {graded}, score "
+                   f"{last.get('eval.score_mean', float('nan')):.1f}")
+        typer.echo(f"checkpoint: {out['files'][0]}\nsee the runs: {tracker.ui_command()}")
+    except KeyboardInterrupt:
+        typer.echo(f"\ninterrupted: the last checkpoint is kept; resume with: yamblab train --resume {run_dir}",
+                   err=True)
+        if run is not None and run.run_id:
+            tracker.end_run(run.run_id, "KILLED")
+        raise typer.Exit(130) from None
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()

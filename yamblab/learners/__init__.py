@@ -1,2 +1,3 @@
-"""Training: the training config, self-play for any game, the losses, the EMA player, the learner,
-and the probes and health metrics that watch a network in training."""
+"""Learning: the search and training settings, every training idea a switch a sweep can turn off
+(:mod:`.config`); self-play for any game, the losses, the EMA player, the learner, and the probes
+and health metrics that watch a network in training."""

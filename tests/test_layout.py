@@ -1,0 +1,190 @@
+"""The package's layout: imports run one way down the floors, with no circle, and each game's
+folder stands alone.
+
+Every module under ``yamblab/`` is parsed (imports inside functions count, and so does a module
+named in a string to ``importlib.import_module`` or to the CLI's optional mounts; a Cython
+module's Python imports are read from its source) and mapped to its floor by its folder. A module
+may import its own floor and those below it, never one above; a new top-level folder must be
+given a floor here first.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "yamblab"
+
+#: The floors, bottom first: each builds only on itself and the floors below it.
+FLOORS = [
+    ("base", ("yamblab", "yamblab.errors", "yamblab.atomic")),   # the package itself, errors, atomic writes
+    ("games", ("yamblab.games",)),
+    ("oracle", ("yamblab.oracle",)),
+    ("rules_of_thumb", ("yamblab.rules_of_thumb",)),
+    ("model", ("yamblab.model",)),
+    ("search", ("yamblab.search",)),
+    ("agents", ("yamblab.agents",)),
+    ("learners", ("yamblab.learners",)),
+    ("actors", ("yamblab.actors",)),
+    ("training", ("yamblab.training",)),
+    ("sweeps", ("yamblab.sweeps",)),
+    ("service", ("yamblab.service",)),
+    ("cli", ("yamblab.cli",)),
+]
+
+#: Folders with one sub-folder per game, none of which may import another game's.
+PER_GAME = ("yamblab.games", "yamblab.oracle")
+GAMES = ("yahtzee", "yamb")
+
+_PYX_IMPORT = re.compile(r"^\s*(?:from\s+(yamblab[\w.]*)\s+import\s+([\w, ]+)|import\s+(yamblab[\w.]*))", re.M)
+_MODULE_NAME = re.compile(r"yamblab(?:\.\w+)+")
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    """Module name -> source file (Python and Cython)."""
+    return {_name(p): p for ext in ("*.py", "*.pyx") for p in sorted(PACKAGE.rglob(ext))}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> list[tuple[int, str]]:
+    """(line, module) of every yamblab module that ``name`` imports, anywhere in its source."""
+    src = path.read_text()
+    out: list[tuple[int, str]] = []
+
+    def add(line: int, base: str, names=()):
+        hits = [f"{base}.{n}" for n in names if f"{base}.{n}" in known]
+        out.extend((line, h) for h in hits or [base])
+
+    if path.suffix == ".pyx":
+        for m in _PYX_IMPORT.finditer(src):
+            line = src.count("\n", 0, m.start()) + 1
+            if m.group(1):
+                add(line, m.group(1), [n.strip() for n in m.group(2).split(",")])
+            else:
+                add(line, m.group(3))
+        return out
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "yamblab":
+                    add(node.lineno, a.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                base = ".".join(up + ([node.module] if node.module else []))
+            if base.split(".")[0] == "yamblab":
+                add(node.lineno, base, [a.name for a in node.names])
+        elif isinstance(node, ast.Call):           # importlib.import_module("yamblab.x"), _mount_optional(..., "yamblab.x")
+            for arg in node.args:
+                if (isinstance(arg, ast.Constant) and isinstance(arg.value, str) and _MODULE_NAME.fullmatch(arg.value)
+                        and ".".join(arg.value.split(".")[:2]) in known):     # not an MLflow tag like "yamblab.kind"
+                    add(node.lineno, arg.value)
+    return out
+
+
+def _floor(module: str) -> int:
+    best, level = -1, None
+    for i, (_, prefixes) in enumerate(FLOORS):
+        for p in prefixes:
+            exact = p == "yamblab"
+            if (module == p if exact else module == p or module.startswith(p + ".")) and len(p) > best:
+                best, level = len(p), i
+    if level is None:
+        raise KeyError(module)
+    return level
+
+
+MODULES = _modules()
+KNOWN = set(MODULES)
+GRAPH = {name: _imports(name, path, KNOWN) for name, path in MODULES.items()}
+
+
+def test_every_module_has_a_floor():
+    lost = []
+    for name in MODULES:
+        try:
+            _floor(name)
+        except KeyError:
+            lost.append(name)
+    assert not lost, f"modules on no floor (give their folder one in FLOORS): {lost}"
+
+
+def test_imports_run_one_way_down_the_floors():
+    bad = []
+    for name, imports in GRAPH.items():
+        mine = _floor(name)
+        for line, target in imports:
+            theirs = _floor(target)
+            if theirs > mine:
+                bad.append(f"{MODULES[name].relative_to(PACKAGE.parent)}:{line} imports {target} "
+                           f"({FLOORS[theirs][0]} is above {FLOORS[mine][0]})")
+    assert not bad, "imports up the floors:\n" + "\n".join(bad)
+
+
+def test_no_import_circles():
+    graph = {n: {t for _, t in imps if t in KNOWN and t != n} for n, imps in GRAPH.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:      # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert not circles, f"modules that import each other (directly or round a circle): {circles}"
+
+
+@pytest.mark.parametrize("folder", PER_GAME)
+def test_a_game_folder_imports_no_other_game(folder):
+    bad = []
+    for name, imports in GRAPH.items():
+        for game in GAMES:
+            if not name.startswith(f"{folder}.{game}."):
+                continue
+            for line, target in imports:
+                for other in GAMES:
+                    if other != game and any(target == f"{f}.{other}" or target.startswith(f"{f}.{other}.")
+                                             for f in PER_GAME):
+                        bad.append(f"{name}:{line} imports {target}")
+    assert not bad, "a game's folder importing another game's:\n" + "\n".join(bad)
+
+
+def test_every_package_and_module_says_what_it_holds():
+    bare = [str(p.relative_to(PACKAGE.parent)) for p in sorted(PACKAGE.rglob("*.py"))
+            if ast.get_docstring(ast.parse(p.read_text())) is None]
+    missing = [str(d.relative_to(PACKAGE.parent)) for d in sorted(PACKAGE.rglob("*"))
+               if d.is_dir() and d.name not in ("__pycache__", "static") and any(d.glob("*.py*"))
+               and not (d / "__init__.py").exists()]
+    assert not bare, f"modules without a docstring: {bare}"
+    assert not missing, f"folders of modules without an __init__.py: {missing}"

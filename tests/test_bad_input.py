@@ -93,8 +93,10 @@ def workspace():
     WS = Workspace()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("YAMBLAB_CACHE_DIR", str(WS.base / "cache"))
-        mp.setattr("yamblab.training.tracking.Tracker", _stub("an MLflow tracker"))
+        # the sweep driver first: importing it here binds the real Tracker, not the stub, in a
+        # process whose later tests run sweeps
         mp.setattr("yamblab.sweeps.driver.Sweep", _stub("a sweep"))
+        mp.setattr("yamblab.training.tracking.Tracker", _stub("an MLflow tracker"))
         mp.setattr("yamblab.service.serve.run_server", _stub("the server"))
         mp.setattr("yamblab.cli.play.play_game", _stub("a terminal game"))
         mp.setattr("yamblab.rules_of_thumb.tuning.coordinate_descent", _stub("a tuning study"))

@@ -196,6 +196,14 @@ class Resources(BaseModel):
                 f"evaluator {self.eval_cpus:g} CPU; {self.total:g} of {self.cpus:g} CPUs declared")
 
 
+def learner_gpus(rt: RuntimeConfig, gpu: bool) -> float:
+    """The GPUs the learner actor asks Ray for: ``runtime.learner_gpus``, ``"auto"`` being one
+    when the cluster has a GPU (``gpu``)."""
+    if rt.learner_gpus == "auto":
+        return 1.0 if gpu else 0.0
+    return float(rt.learner_gpus)
+
+
 def resolve_resources(rt: RuntimeConfig, cpus: float, gpu: bool) -> Resources:
     """Fill in the ``"auto"`` resources of ``rt`` for a run that may use ``cpus`` CPUs.
 

@@ -44,8 +44,9 @@ class TrialRunner:
     The run is the same :class:`~yamblab.platform.runtime.TrainingRun` that ``yamblab train``
     drives, with the same actors (self-play workers, replay buffer, learner, evaluator, oracle
     service); the sweep starts this actor in the trial's placement group (one bundle of
-    ``trial_cpus``) and the actors it creates are placed there too, so the trial stays within
-    its declared CPUs.
+    ``trial_cpus``, or, when the learner takes a GPU, a bundle for the learner with its GPU and
+    one for the rest: :func:`~yamblab.platform.runtime.trial_bundles`) and the actors it creates
+    are placed there too, so the trial stays within its declared CPUs.
 
     Args:
         config: the trial's run config (a validated ``RunConfig``, passed whole).
@@ -1087,8 +1088,12 @@ class Sweep:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+        from yamblab.actors.cluster import cluster_has_gpu
+        from yamblab.platform.runtime import trial_bundles
+
         Actor = ray.remote(num_cpus=0, max_restarts=0)(TrialRunner)
-        slot.pg = placement_group([{"CPU": float(self.spec.trial_cpus)}], strategy="STRICT_PACK")
+        bundles, strategy = trial_bundles(slot.cfg.runtime, self.spec.trial_cpus, cluster_has_gpu())
+        slot.pg = placement_group(bundles, strategy=strategy)
         slot.actor = Actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
             slot.pg, placement_group_capture_child_tasks=True)).remote(
             slot.cfg, slot.run_dir, self.spec.trial_cpus, True)

@@ -118,6 +118,9 @@ class RuntimeConfig(BaseModel):
             ``max_policy_lag: 0``, one worker). A one-CPU sweep trial gains nothing from
             actors, and in process it saves starting five Python processes (about 8 s on a
             2-core machine: ``benchmarks/trial_backend.py``). Both give the same numbers.
+        exact_eval: grade the exact full-turn regret at every evaluation where it applies
+            (:attr:`RunConfig.exact_evaluated`: about 3 s with the tiny network); false leaves
+            it out (a sweep's arms that are not judged on it).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -144,6 +147,7 @@ class RuntimeConfig(BaseModel):
     time_budget_minutes: float | None = Field(None, gt=0.0)
     run_dir: str = "runs"
     actors: Literal["ray", "in_process"] = "ray"
+    exact_eval: bool = True
 
     @model_validator(mode="after")
     def _check_actors(self) -> "RuntimeConfig":
@@ -375,8 +379,10 @@ class RunConfig(BaseModel):
     def exact_evaluated(self) -> bool:
         """Whether evaluations give the exact full-turn regret (:data:`EXACT_MODE`): the
         evaluated agent is full-turn search on Yahtzee's boundary head, a valuation of boundary
-        states whose exact score the backward pass gives (no sampling)."""
-        return self.game == "yahtzee" and self.eval_depth == "full_turn" and self.model.boundary_head
+        states whose exact score the backward pass gives (no sampling), and
+        ``runtime.exact_eval`` is on."""
+        return (self.runtime.exact_eval and self.game == "yahtzee" and self.eval_depth == "full_turn"
+                and self.model.boundary_head)
 
     def to_yaml(self) -> str:
         """The whole config as YAML (what is logged with the run)."""
@@ -697,7 +703,7 @@ def _how_to_grade(mode: str) -> str:
                 "Yamb card has no exact oracle)")
     if mode == EXACT_MODE:
         return ("the exact full-turn regret needs Yahtzee, runtime.eval_depth full_turn (or search.depth "
-                "full_turn) and model.boundary_head: true")
+                "full_turn), model.boundary_head: true and runtime.exact_eval: true")
     return f"add runtime.eval_modes.{mode}: GAMES to `overrides`"
 
 

@@ -1,6 +1,12 @@
 """Build the Cython extensions (the engine and the oracle kernels) with OpenMP and -O3.
 
-Set YAMBLAB_PORTABLE=1 to build without -march=native (for binaries that move between CPUs).
+The target CPU: ``YAMBLAB_MARCH`` (default ``native``: the fastest code for the machine that
+builds, fine for a local build). Binaries that move between machines (a cluster image, a wheel)
+need a target every node has: ``YAMBLAB_MARCH=x86-64-v2`` (what infra/Dockerfile sets: SSE4.2
+and POPCNT, Intel CPUs since 2008, AMD since 2011), ``x86-64-v3`` (AVX2) where every node has
+it, or an empty value for the compiler's default. Code built with ``native`` on one CPU can die
+with "illegal instruction" on another. ``YAMBLAB_PORTABLE=1`` is the same as an empty
+``YAMBLAB_MARCH``.
 """
 
 import os
@@ -32,8 +38,13 @@ if sys.platform != "win32":
     if _compiler_accepts("-fopenmp"):
         compile_args.append("-fopenmp")
         link_args.append("-fopenmp")
-    if not os.environ.get("YAMBLAB_PORTABLE") and _compiler_accepts("-march=native"):
-        compile_args.append("-march=native")
+    march = "" if os.environ.get("YAMBLAB_PORTABLE") else os.environ.get("YAMBLAB_MARCH", "native").strip()
+    if march:
+        if _compiler_accepts(f"-march={march}"):
+            compile_args.append(f"-march={march}")
+        else:
+            print(f"setup.py: the compiler refuses -march={march}; building for its default target",
+                  file=sys.stderr)
 
 common = dict(include_dirs=[np.get_include()], extra_compile_args=compile_args,
               extra_link_args=link_args,

@@ -140,6 +140,26 @@ def test_judging_on_a_solver_loss_needs_solver_eval(tmp_path):
         load_sweep(p)
 
 
+def test_the_exact_regret_is_graded_only_where_an_arm_is_judged_on_it(tmp_path):
+    """The main job grades the exact full-turn regret (about 3 s a trial) for the baseline and
+    the arm judged on it only; an arm judged on it with ``runtime.exact_eval: false`` is
+    refused by name before any work starts."""
+    from yamblab.sweeps.branch import base_config
+    from yamblab.training.config import apply_overrides
+
+    spec, base = load_sweep(ROOT / "experiments" / "ablation-small.yaml", storage=str(tmp_path / "s.journal"))
+    graded = {arm: apply_overrides(base, {**spec.overrides, **ov}).exact_evaluated
+              for arm, ov in spec.arm_overrides().items()}
+    assert graded == {"baseline": True, "no-kl-targets": False, "no-entropy-bonus": False,
+                      "no-hold-correction": False, "outcome-value-targets": True}
+    assert base_config(spec, base).exact_evaluated          # the branch point carries it for every arm
+    cpu = str(ROOT / "configs" / "yahtzee-cpu.yaml")     # full-turn search on the boundary head
+    load_sweep(_spec(tmp_path, base=cpu, judge={"no-kl": "full_turn_exact"}))      # graded: accepted
+    p = _spec(tmp_path, base=cpu, overrides={"runtime.exact_eval": False}, judge={"no-kl": "full_turn_exact"})
+    with pytest.raises(ConfigError, match="runtime.exact_eval"):
+        load_sweep(p)
+
+
 @pytest.mark.ray
 def test_branched_sweep_starts_every_arm_from_the_base_and_reuses_it(ray_cluster, tmp_path, monkeypatch):
     """The base trains once; each trial evaluates the base's network at the branch point (the

@@ -48,3 +48,18 @@ def test_boundary_features_of_the_other_game_are_refused_by_name(path, features,
     with pytest.raises(ConfigError, match=needle):
         load_run_config(ROOT / "configs" / path, {"model.boundary_features": features})
     assert load_run_config(ROOT / "configs" / path, {"model.boundary_features": "card"}).model.boundary_features == "card"
+
+
+def test_one_ray_version_for_the_driver_and_the_cluster():
+    """The driver (pyproject.toml's pin), the image built from it and the RayJob's cluster
+    (``rayVersion``) run one Ray version: Ray refuses a driver of another version."""
+    import re
+
+    import yaml
+
+    pin = re.search(r'"ray\[default\]==([0-9.]+)"', (ROOT / "pyproject.toml").read_text())
+    assert pin, "pyproject.toml pins ray[default]==X.Y.Z"
+    job = yaml.safe_load((ROOT / "infra" / "rayjob.yaml").read_text())
+    assert job["spec"]["rayClusterSpec"]["rayVersion"] == pin.group(1)
+    docker = (ROOT / "infra" / "Dockerfile").read_text()
+    assert not re.search(r"pip install[^\n]*\bray\b", docker), "the image takes Ray from pyproject.toml"

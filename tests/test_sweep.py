@@ -519,3 +519,89 @@ def test_an_arm_judged_on_a_list_of_modes_gets_a_row_each():
     assert all("diff" in r for r in rows[2:])
     text = format_table(rows, "base", target=1.0)
     assert "±1 target" in text and text.count("policy-idea ") >= 2
+
+
+def test_a_trial_whose_learner_takes_a_gpu_gets_a_bundle_with_the_gpu():
+    """Without a GPU for the learner a trial is one bundle of its CPUs; with one, the learner's
+    bundle holds the GPU and the learner's CPUs and another bundle the rest (Ray would never
+    place a learner that asks for a GPU in a CPU-only bundle)."""
+    from yamblab.training.config import RuntimeConfig, resolve_resources
+    from yamblab.training.runtime import trial_bundles
+
+    rt = RuntimeConfig()
+    assert trial_bundles(rt, 2, gpu=False) == ([{"CPU": 2.0}], "STRICT_PACK")
+    assert trial_bundles(RuntimeConfig(learner_gpus=0), 2, gpu=True) == ([{"CPU": 2.0}], "STRICT_PACK")
+    for cpus in (1, 2, 8):
+        bundles, strategy = trial_bundles(rt, cpus, gpu=True)
+        lr = resolve_resources(rt, cpus, gpu=True).learner_cpus
+        assert strategy == "PACK" and bundles == [{"CPU": pytest.approx(cpus - lr)}, {"CPU": lr, "GPU": 1.0}]
+    half = trial_bundles(RuntimeConfig(learner_gpus=0.5, learner_cpus=1), 4, gpu=True)[0]
+    assert half == [{"CPU": 3.0}, {"CPU": 1.0, "GPU": 0.5}]
+    # resources the trial cannot resolve: the CPU bundle, and the trial's actor says why
+    assert trial_bundles(RuntimeConfig(learner_cpus=2, eval_cpus=1), 2, gpu=True) == ([{"CPU": 2.0}], "STRICT_PACK")
+
+
+_GPU_TRIAL = r"""
+import json, sys
+import ray
+from ray.util.placement_group import placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from yamblab.actors.cluster import cluster_has_gpu, init_ray
+from yamblab.training.config import apply_overrides, load_run_config
+from yamblab.training.runtime import bundle_options, trial_bundles
+from yamblab.sweeps.trial import TrialRunner
+
+root, run_dir = sys.argv[1], sys.argv[2]
+init_ray(num_cpus=2, num_gpus=1)
+cfg = apply_overrides(load_run_config(f"{root}/configs/yahtzee-tiny.yaml", {"runtime.run_dir": run_dir}),
+                      {"runtime.iterations": 1})
+bundles, strategy = trial_bundles(cfg.runtime, 1.0, cluster_has_gpu())
+pg = placement_group(bundles, strategy=strategy)
+assert pg.wait(120), "the trial's placement group was not placed"
+trial = ray.remote(num_cpus=0)(TrialRunner).options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+    pg, placement_group_capture_child_tasks=True)).remote(cfg, run_dir + "/trial", 1.0)
+m = ray.get(trial.iteration.remote(), timeout=600)
+learner = ray.get(trial.__ray_call__.remote(lambda r: r.run.backend.learner))
+worker = ray.get(trial.__ray_call__.remote(lambda r: r.run.backend.workers[0]))
+gpus = lambda a: ray.get(a.__ray_call__.remote(lambda _: ray.get_gpu_ids()))
+have, total = ray.available_resources(), ray.cluster_resources()   # a used-up resource is left out of have
+left = {f"{r}@{i}": have.get(f"{r}_group_{i}_{pg.id.hex()}", 0.0) for i, b in enumerate(bundles) for r in b
+        if f"{r}_group_{i}_{pg.id.hex()}" in total}
+pins = ray.get(trial.__ray_call__.remote(     # where the trial's actors were sent, from inside it
+    lambda r: [o["scheduling_strategy"].placement_group_bundle_index for o in bundle_options(1.0)]))
+print("RESULT " + json.dumps({"bundles": bundles, "strategy": strategy, "iteration": m["iteration"], "pins": pins,
+                              "pins_outside": list(bundle_options(1.0)),
+                              "device": ray.get(learner.device.remote()), "learner_gpus": gpus(learner),
+                              "worker_gpus": gpus(worker), "left": left}))
+ray.shutdown()
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_trial_on_a_gpu_cluster_places_its_learner_on_the_gpu(tmp_path):
+    """On a cluster with a GPU (a fake one: Ray's own cluster of 2 CPUs and 1 GPU, in a process
+    of its own, as the shared test cluster has none) a trial's placement group has a bundle
+    with the GPU, the learner is placed in it and gets the GPU, the other actors fill the CPU
+    bundle, an iteration runs, and the learner trains on the CPU because torch sees no GPU."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", _GPU_TRIAL, str(ROOT), str(tmp_path / "runs")], env=env,
+                          capture_output=True, text=True, timeout=900)
+    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert line, done.stdout[-2000:] + done.stderr[-4000:]
+    out = json.loads(line[len("RESULT "):])
+    assert out["strategy"] == "PACK" and out["bundles"][-1]["GPU"] == 1.0 and "GPU" not in out["bundles"][0]
+    assert out["iteration"] == 1
+    assert out["learner_gpus"] and not out["worker_gpus"]
+    import torch
+
+    assert out["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
+    # each actor pinned to its bundle (the learner to the GPU's, the others to the CPU one; a
+    # run outside a placement group is left to Ray): both bundles are used up, bundle by bundle
+    assert out["pins"] == [0, 1] and out["pins_outside"] == [{}, {}]
+    assert out["left"] == {"CPU@0": pytest.approx(0.0), "CPU@1": pytest.approx(0.0), "GPU@1": pytest.approx(0.0)}

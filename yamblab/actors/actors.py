@@ -405,18 +405,12 @@ def eval_payload(report, version: int, seconds: float) -> dict:
             "report": report.to_dict()}
 
 
-def remote_classes(cfg) -> dict:
-    """The actor classes wrapped for Ray with the resources the run config declares."""
+def remote_classes(cfg, gpus: float) -> dict:
+    """The actor classes wrapped for Ray with the resources the run config declares, the
+    learner with ``gpus`` GPUs (the caller resolves ``runtime.learner_gpus``)."""
     import ray
 
     rt = cfg.runtime
-    gpus = 0.0
-    if rt.learner_gpus == "auto":
-        from yamblab.actors.cluster import cluster_has_gpu
-
-        gpus = 1.0 if cluster_has_gpu() else 0.0
-    else:
-        gpus = float(rt.learner_gpus)
     return {
         "oracle": ray.remote(num_cpus=0)(OracleService),
         "worker": ray.remote(num_cpus=rt.worker_cpus, max_restarts=-1, max_task_retries=0)(SelfPlayWorker),

@@ -25,6 +25,11 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, num_gpus: 
     if address:
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
         return
+    # A new local cluster takes Ray's default, token authentication; Ray says so in a warning at
+    # every start (with RAY_AUTH_MODE unset) that asks nothing of the user: keep it quiet (the
+    # warning that authentication is *disabled*, with RAY_AUTH_MODE=disabled, is kept)
+    if os.environ.get("RAY_AUTH_MODE") is None:
+        logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     if num_cpus is None:
         num_cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,

@@ -505,8 +505,12 @@ class Sweep:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+        from yamblab.actors.cluster import cluster_has_gpu
+        from yamblab.training.runtime import trial_bundles
+
         Actor = ray.remote(num_cpus=0, max_restarts=0)(TrialRunner)
-        slot.pg = placement_group([{"CPU": float(self.spec.trial_cpus)}], strategy="STRICT_PACK")
+        bundles, strategy = trial_bundles(slot.cfg.runtime, self.spec.trial_cpus, cluster_has_gpu())
+        slot.pg = placement_group(bundles, strategy=strategy)
         slot.actor = Actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
             slot.pg, placement_group_capture_child_tasks=True)).remote(
             slot.cfg, slot.run_dir, self.spec.trial_cpus, True)

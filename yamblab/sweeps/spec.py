@@ -311,7 +311,7 @@ def _how_to_grade(mode: str) -> str:
                 "Yamb card has no exact oracle)")
     if mode == EXACT_MODE:
         return ("the exact full-turn regret needs Yahtzee, runtime.eval_depth full_turn (or search.depth "
-                "full_turn) and model.boundary_head: true")
+                "full_turn), model.boundary_head: true and runtime.exact_eval: true")
     return f"add runtime.eval_modes.{mode}: GAMES to `overrides`"
 
 

@@ -16,8 +16,9 @@ class TrialRunner:
     The run is the same :class:`~yamblab.training.runtime.TrainingRun` that ``yamblab train``
     drives, with the same actors (self-play workers, replay buffer, learner, evaluator, oracle
     service); the sweep starts this actor in the trial's placement group (one bundle of
-    ``trial_cpus``) and the actors it creates are placed there too, so the trial stays within
-    its declared CPUs.
+    ``trial_cpus``, or, when the learner takes a GPU, a bundle for the learner with its GPU and
+    one for the rest: :func:`~yamblab.training.runtime.trial_bundles`) and the actors it creates
+    are placed there too, so the trial stays within its declared CPUs.
 
     Args:
         config: the trial's run config (a validated ``RunConfig``, passed whole).

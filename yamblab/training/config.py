@@ -109,6 +109,9 @@ class RuntimeConfig(BaseModel):
             ``max_policy_lag: 0``, one worker). A one-CPU sweep trial gains nothing from
             actors, and in process it saves starting five Python processes (about 8 s on a
             2-core machine: ``benchmarks/trial_backend.py``). Both give the same numbers.
+        exact_eval: grade the exact full-turn regret at every evaluation where it applies
+            (:attr:`RunConfig.exact_evaluated`: about 3 s with the tiny network); false leaves
+            it out (a sweep's arms that are not judged on it).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -135,6 +138,7 @@ class RuntimeConfig(BaseModel):
     time_budget_minutes: float | None = Field(None, gt=0.0)
     run_dir: str = "runs"
     actors: Literal["ray", "in_process"] = "ray"
+    exact_eval: bool = True
 
     @model_validator(mode="after")
     def _check_actors(self) -> "RuntimeConfig":
@@ -185,6 +189,14 @@ class Resources(BaseModel):
                 f"learner {self.learner_cpus:g} CPU ({self.learner_threads} thread"
                 f"{'s' if self.learner_threads != 1 else ''}{', GPU' if self.learner_gpu else ''}), "
                 f"evaluator {self.eval_cpus:g} CPU; {self.total:g} of {self.cpus:g} CPUs declared")
+
+
+def learner_gpus(rt: RuntimeConfig, gpu: bool) -> float:
+    """The GPUs the learner actor asks Ray for: ``runtime.learner_gpus``, ``"auto"`` being one
+    when the cluster has a GPU (``gpu``)."""
+    if rt.learner_gpus == "auto":
+        return 1.0 if gpu else 0.0
+    return float(rt.learner_gpus)
 
 
 def resolve_resources(rt: RuntimeConfig, cpus: float, gpu: bool) -> Resources:
@@ -358,8 +370,10 @@ class RunConfig(BaseModel):
     def exact_evaluated(self) -> bool:
         """Whether evaluations give the exact full-turn regret (:data:`EXACT_MODE`): the
         evaluated agent is full-turn search on Yahtzee's boundary head, a valuation of boundary
-        states whose exact score the backward pass gives (no sampling)."""
-        return self.game == "yahtzee" and self.eval_depth == "full_turn" and self.model.boundary_head
+        states whose exact score the backward pass gives (no sampling), and
+        ``runtime.exact_eval`` is on."""
+        return (self.runtime.exact_eval and self.game == "yahtzee" and self.eval_depth == "full_turn"
+                and self.model.boundary_head)
 
     def to_yaml(self) -> str:
         """The whole config as YAML (what is logged with the run)."""

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from yamblab.errors import ConfigError, YamblabError
-from yamblab.training.config import Resources, RunConfig, resolve_resources
+from yamblab.training.config import Resources, RunConfig, RuntimeConfig, learner_gpus, resolve_resources
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,59 @@ def machine_description() -> str:
 
 
 # --------------------------------------------------------------------------- backend
+def trial_bundles(rt: RuntimeConfig, cpus: float, gpu: bool) -> tuple[list[dict], str]:
+    """The placement group of a sweep trial that may use ``cpus`` CPUs on a cluster with a GPU
+    or without (``gpu``): its bundles and strategy.
+
+    Without a GPU for the learner, one bundle of ``cpus`` on one node (``STRICT_PACK``). With
+    one, the learner's bundle holds its GPU and CPUs and a second bundle the rest (``PACK``:
+    together where a node has room for both, else the learner on a GPU node and the rest
+    elsewhere); :func:`bundle_options` pins each actor to its bundle. Resources the trial cannot
+    resolve give the CPU bundle: the trial's actor then fails with the reason, as before. A
+    trial whose roles run in its own process (``runtime.actors: in_process``) asks Ray for no
+    GPU: one CPU bundle.
+    """
+    cpu_only = ([{"CPU": float(cpus)}], "STRICT_PACK")
+    gpus = 0.0 if rt.actors == "in_process" else learner_gpus(rt, gpu)
+    if gpus <= 0:
+        return cpu_only
+    try:
+        lr = resolve_resources(rt, cpus, gpu=gpu).learner_cpus
+    except ConfigError:
+        return cpu_only
+    rest = float(cpus) - lr
+    bundles = [{"CPU": rest}] if rest > 1e-9 else []
+    return bundles + [{"CPU": lr, "GPU": gpus}], "PACK"
+
+
+def bundle_options(gpus: float) -> tuple[dict, dict]:
+    """Ray options that place a run's actors in the bundles of the placement group it runs in
+    (a sweep trial's, :func:`trial_bundles`): ``(cpu_actors, learner)``.
+
+    When the group has a GPU bundle and the learner asks for a GPU, the learner goes to that
+    bundle and the other actors to the CPU bundle, each pinned: left to any bundle, Ray may put
+    a self-play worker in the GPU bundle, on the CPUs it holds for the learner, which would then
+    wait for ever. Otherwise (a run of its own, a CPU-only trial) no options: the actors go
+    where Ray puts them, inside the caller's placement group if there is one.
+    """
+    import ray
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    pg = ray.util.get_current_placement_group()
+    if pg is None or gpus <= 0:
+        return {}, {}
+    specs = pg.bundle_specs
+    gpu_at = next((i for i, b in enumerate(specs) if b.get("GPU", 0) > 0), None)
+    cpu_at = next((i for i, b in enumerate(specs) if not b.get("GPU", 0)), None)
+    if gpu_at is None:
+        return {}, {}
+
+    def at(i):
+        return {"scheduling_strategy": PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=i)}
+
+    return ({} if cpu_at is None else at(cpu_at)), at(gpu_at)
+
+
 class RayBackend:
     """The actors of a run on the Ray cluster (started by the caller).
 
@@ -115,8 +168,9 @@ class RayBackend:
         from yamblab.actors.cluster import cluster_has_gpu
 
         have = ray.cluster_resources().get("CPU", 0) if cpus is None else float(cpus)
+        gpu = cluster_has_gpu()
         try:
-            res = resolve_resources(cfg.runtime, have, gpu=cluster_has_gpu())
+            res = resolve_resources(cfg.runtime, have, gpu=gpu)
         except ConfigError as exc:
             where = "the Ray cluster" if cpus is None else "the trial"
             raise ConfigError(f"{exc} ({where} offers {have:g} CPUs)") from None
@@ -126,13 +180,15 @@ class RayBackend:
             "eval_cpus": res.eval_cpus, "learner_threads": res.learner_threads})})
         self.cfg = cfg
         rt = cfg.runtime
-        cls = remote_classes(cfg)
+        gpus = learner_gpus(rt, gpu)
+        cls = remote_classes(cfg, gpus)
+        cpu_at, gpu_at = bundle_options(gpus)
         game = cfg.game_obj
-        self.oracle = cls["oracle"].remote(cfg.rules) if game.name == "yahtzee" else None
-        self.workers = [cls["worker"].remote(cfg, i) for i in range(rt.workers)]
-        self.buffer = cls["buffer"].remote(rt.replay_positions, cfg.train.seed, buffer_state)
-        self.learner = cls["learner"].remote(cfg, learner_state)
-        self.evaluator = cls["evaluator"].remote(cfg, self.oracle)
+        self.oracle = cls["oracle"].options(**cpu_at).remote(cfg.rules) if game.name == "yahtzee" else None
+        self.workers = [cls["worker"].options(**cpu_at).remote(cfg, i) for i in range(rt.workers)]
+        self.buffer = cls["buffer"].options(**cpu_at).remote(rt.replay_positions, cfg.train.seed, buffer_state)
+        self.learner = cls["learner"].options(**gpu_at).remote(cfg, learner_state)
+        self.evaluator = cls["evaluator"].options(**cpu_at).remote(cfg, self.oracle)
         self.restarts = 0
         self.n_workers = rt.workers
         self._table = None

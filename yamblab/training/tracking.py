@@ -18,6 +18,10 @@ from typing import Any
 from yamblab.training.configio import flatten
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+#: MLflow's experiment-kind tag, set on yamblab's experiments: model training (not GenAI). MLflow
+#: UIs that choose an experiment's first page by it open the training runs; the 3.17 UI goes by
+#: its GenAI / Model training switch instead (:meth:`Tracker.ui_command` links with it set).
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 log = logging.getLogger(__name__)
 
 
@@ -78,19 +82,36 @@ class Tracker:
 
     def _experiment_id(self, name: str) -> str:
         """The experiment's id, created if missing (two drivers starting at once on one server
-        both find it missing; the second one's create fails and it reads the first one's)."""
+        both find it missing; the second one's create fails and it reads the first one's),
+        tagged as model training (:data:`EXPERIMENT_KIND`)."""
         from mlflow.exceptions import MlflowException
 
         exp = self.client.get_experiment_by_name(name)
-        if exp is not None:
-            return exp.experiment_id
+        if exp is None:
+            key, kind = EXPERIMENT_KIND
+            try:
+                return self.client.create_experiment(name, tags={key: kind})
+            except MlflowException:
+                exp = self.client.get_experiment_by_name(name)
+                if exp is None:
+                    raise
+        self._tag_kind(exp)
+        return exp.experiment_id
+
+    def _tag_kind(self, exp) -> None:
+        """Tag an existing experiment as model training, unless someone chose its kind: the tag
+        is missing (made before yamblab set it) or holds what the MLflow UI guessed (its
+        ``…_inferred`` and ``no_inferred_type`` values); a chosen kind is kept."""
+        from mlflow.exceptions import MlflowException
+
+        key, kind = EXPERIMENT_KIND
+        now = (exp.tags or {}).get(key, "")
+        if now == kind or (now and not now.endswith("_inferred") and now != "no_inferred_type"):
+            return
         try:
-            return self.client.create_experiment(name)
-        except MlflowException:
-            exp = self.client.get_experiment_by_name(name)
-            if exp is None:
-                raise
-            return exp.experiment_id
+            self.client.set_experiment_tag(exp.experiment_id, key, kind)
+        except MlflowException as exc:   # a server that refuses: only the UI's first page is at stake
+            log.debug("could not tag experiment %s as %s: %s", exp.name, kind, exc)
 
     def start_run(self, name: str, params: dict | None = None, tags: dict | None = None,
                   parent_run_id: str | None = None) -> str:
@@ -190,7 +211,12 @@ class Tracker:
         self.client.set_terminated(run_id, status)
 
     def ui_command(self) -> str:
-        """The command that opens the MLflow UI on this store (for a server: its address)."""
+        """How to see the runs: the command that opens the MLflow UI on this store (for a
+        server: its address) and the experiment's page on its training runs. The page's
+        ``workflowType=machine_learning`` is needed: MLflow 3's UI (3.17) opens every experiment
+        on its GenAI overview unless its GenAI / Model training switch says otherwise, whatever
+        the experiment's kind tag."""
+        page = f"#/experiments/{self.experiment_id}?workflowType=machine_learning"
         if self.uri.startswith(("http://", "https://")):
-            return f"open {self.uri} in a browser (the MLflow server's UI)"
-        return f"mlflow ui --backend-store-uri {self.uri}"
+            return f"open {self.uri.rstrip('/')}/{page} in a browser (the MLflow server's UI)"
+        return f"mlflow ui --backend-store-uri {self.uri}, then open http://127.0.0.1:5000/{page}"

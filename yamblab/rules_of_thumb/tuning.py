@@ -26,7 +26,7 @@ __all__ = ["TuneResult", "coordinate_descent", "optuna_search", "exact_score"]
 
 def exact_score(rule: RuleOfThumb, rules: YahtzeeRules = OFFICIAL) -> float:
     """Exact expected score of the turn-perfect agent of ``rule``, points (one backward pass:
-    about 4 s of CPU under official rules, see the README's valuation section)."""
+    about 4 s of CPU under official rules, see docs/valuations.md)."""
     return expected_score(rule.table(rules), rules)
 
 

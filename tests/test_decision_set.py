@@ -282,3 +282,19 @@ def test_yamb_column_values_match_the_column_oracle():
 
     replay(g, d, visit)
     assert checked[0] > 100
+
+
+def test_the_solver_losses_table_is_the_one_place_a_loss_is_named():
+    """Every solver-graded loss is named once (``SOLVER_LOSSES``): the run config's modes, the
+    sweep spec's judge modes and the plots' words and units all read it."""
+    from typing import get_args
+
+    from yamblab.search.decision_set import SOLVER_LOSSES
+    from yamblab.sweeps.spec import JudgeMode
+    from yamblab.training.config import EXACT_MODE, SOLVER_MODES
+    from yamblab.training.plots import MODE_UNITS, MODE_WORDS
+
+    assert SOLVER_MODES == tuple(SOLVER_LOSSES)
+    assert set(get_args(JudgeMode)) == {"none", "one_step", "full_turn", *SOLVER_LOSSES, EXACT_MODE}
+    for name, (words, unit) in SOLVER_LOSSES.items():
+        assert MODE_WORDS[name] == words and MODE_UNITS[name] == unit

@@ -38,6 +38,20 @@ __all__ = ["DECISION_KINDS", "DECISION_SEED", "SET_VERSION", "DecisionSet", "dec
 #: Decision kinds, by rolls left at the position: the int8 codes 0, 1, 2 of ``DecisionSet.kind``.
 DECISION_KINDS = ("first_keep", "second_keep", "box")
 
+#: The per-game losses of the decision set that a sweep can judge an arm on (the judge modes of
+#: ``runtime.solver_eval``), each summed over a game's positions of the set, lower is better:
+#: name -> (what it is, its unit per game). :func:`losses_from_predictions` gives one array per
+#: name; a new loss is a new entry here and its array there (the run config, the sweep spec and
+#: the plots read their names, words and units from this table).
+SOLVER_LOSSES: dict[str, tuple[str, str]] = {
+    "policy_regret": ("the policy head's exact expected regret on the decision set", "points"),
+    "argmax_regret": ("the policy head's argmax regret on the decision set", "points"),
+    "disagreements": ("decisions off the oracle's best on the decision set", "decisions"),
+    "cross_entropy": ("cross-entropy against the oracle's best actions (nats)", "nats"),
+    "value_sq_error": ("the value head's squared error against the oracle (points²)",
+                       "points², mean over the game's positions"),
+}
+
 #: The dice seed of the decision set (distinct from the evaluator's seed, so the set's positions
 #: are not the games an evaluation plays).
 DECISION_SEED = 7_340_021

@@ -22,8 +22,7 @@ from yamblab.training.configio import deep_update, read_yaml, validate
 
 #: What an arm can be judged on: a decision mode's played games, a solver-graded loss, or the
 #: exact full-turn regret.
-JudgeMode = Literal["none", "one_step", "full_turn", "policy_regret", "argmax_regret", "disagreements",
-                    "cross_entropy", "value_sq_error", "full_turn_exact"]
+JudgeMode = Literal[("none", "one_step", "full_turn", *SOLVER_MODES, EXACT_MODE)]
 
 
 class ParamRange(BaseModel):

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from yamblab.errors import ConfigError, YamblabError
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.model.config import PRESETS, ModelConfig
+from yamblab.search.decision_set import SOLVER_LOSSES
 from yamblab.training.configio import deep_update, read_yaml, validate
 
 #: The fixed evaluation dice: every run and every arm is evaluated on these games.
@@ -36,11 +37,10 @@ EVAL_SEED = 20_261_130
 _Cpus = Annotated[float, Field(gt=0.0, le=256)]
 
 #: The per-game losses of the solver-graded decision set (``runtime.solver_eval``) that a sweep
-#: can judge an arm on, each summed over a game's positions of the set (lower is better):
-#: the policy head's exact expected regret (points), its argmax's regret (points), the decisions
-#: where its argmax is not an optimal action, its cross-entropy against the optimal actions
-#: (nats), and the value head's mean squared error (points²) against the oracle's values.
-SOLVER_MODES = ("policy_regret", "argmax_regret", "disagreements", "cross_entropy", "value_sq_error")
+#: can judge an arm on: the names of :data:`~yamblab.search.decision_set.SOLVER_LOSSES` (the
+#: policy head's exact expected and argmax regret, its disagreements with the oracle, its
+#: cross-entropy against the optimal actions, the value head's squared error).
+SOLVER_MODES = tuple(SOLVER_LOSSES)
 #: The exact regret of full-turn search on the boundary head (Yahtzee): the backward pass with
 #: the network's choices, one number per network with no dice noise at all.
 EXACT_MODE = "full_turn_exact"

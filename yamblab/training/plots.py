@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from yamblab.oracle.report import mean_ci
+from yamblab.search.decision_set import SOLVER_LOSSES
+from yamblab.training.config import EXACT_MODE
 
 
 def _plt():
@@ -126,17 +128,11 @@ def regret_breakdown(by_decision: dict[str, float], by_box: dict[str, float]):
 
 #: what each decision mode means, for titles
 MODE_WORDS = {"none": "the policy head alone", "one_step": "one-step search", "full_turn": "full-turn search",
-              "policy_regret": "the policy head's exact expected regret on the decision set",
-              "argmax_regret": "the policy head's argmax regret on the decision set",
-              "disagreements": "decisions off the oracle's best on the decision set",
-              "cross_entropy": "cross-entropy against the oracle's best actions (nats)",
-              "value_sq_error": "the value head's squared error against the oracle (points²)",
-              "full_turn_exact": "full-turn search's exact regret (backward pass, no dice)"}
+              **{name: words for name, (words, _) in SOLVER_LOSSES.items()},
+              EXACT_MODE: "full-turn search's exact regret (backward pass, no dice)"}
 
 #: The unit of each solver-graded loss and exact figure, per game (the played modes: points).
-MODE_UNITS = {"policy_regret": "points", "argmax_regret": "points", "disagreements": "decisions",
-              "cross_entropy": "nats", "value_sq_error": "points², mean over the game's positions",
-              "full_turn_exact": "points"}
+MODE_UNITS = {**{name: unit for name, (_, unit) in SOLVER_LOSSES.items()}, EXACT_MODE: "points"}
 
 
 def _align(seeds: list[dict], name: str) -> tuple[np.ndarray, np.ndarray]:

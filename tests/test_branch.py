@@ -319,3 +319,20 @@ def test_spec_overrides_replace_the_files_spelling_and_the_base_keeps_its_length
 
         with pytest.raises(ConfigError, match=rf"arms\.x cannot branch.*{word}"):
             Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", progress=False)
+
+
+def test_a_size_override_changes_the_network_and_a_branch_refuses_it(tmp_path):
+    """``size`` among overrides (an arm, ``--set``) takes the new preset's shape, keeping the
+    config's own model switches; a branched arm that sets it is refused by name."""
+    from yamblab.sweeps.driver import Sweep
+    from yamblab.training.config import apply_overrides, load_run_config
+
+    cpu = load_run_config(ROOT / "configs" / "yahtzee-cpu.yaml")
+    seed = apply_overrides(cpu, {"size": "seed"})
+    assert (seed.size, seed.model.d_model, seed.model.n_shared) == ("seed", 192, 3)
+    assert seed.model.boundary_head and seed.model.boundary_hidden == 256      # the config's own
+    assert apply_overrides(cpu, {"size": "seed", "model.d_model": 128}).model.d_model == 128
+    p = _spec(tmp_path, branch_from={"iterations": 2}, arms={"baseline": {}, "bigger": {"size": "small"}})
+    spec, base = load_sweep(p, storage=str(tmp_path / "s.journal"))
+    with pytest.raises(ConfigError, match=r"arms\.bigger cannot branch.*model\.d_model"):
+        Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'm.db'}", progress=False)

@@ -395,10 +395,19 @@ def load_run_config(path: str | Path, overrides: dict | None = None) -> RunConfi
 def apply_overrides(base: RunConfig, overrides: dict, source: str = "overrides") -> RunConfig:
     """A copy of ``base`` with dotted-key ``overrides`` (``{"train.lr": 3e-4}``), validated.
 
+    A new ``size`` takes the new preset's network shape: the model fields that still hold the
+    old preset's values give way to the new preset's (fields set otherwise, and ``model.*``
+    keys among ``overrides``, are kept).
+
     Raises:
         ConfigError: an unknown key or a bad value, naming ``source``.
     """
-    return validate(RunConfig, deep_update(base.model_dump(mode="json"), overrides), source)
+    data = base.model_dump(mode="json")
+    size = overrides.get("size")
+    if isinstance(size, str) and size != base.size:
+        old = PRESETS.get(base.size, {})
+        data["model"] = {k: v for k, v in data["model"].items() if not (k in old and v == old[k])}
+    return validate(RunConfig, deep_update(data, overrides), source)
 
 
 def solver_graded(cfg: RunConfig) -> list[str]:

@@ -539,6 +539,9 @@ def test_a_trial_whose_learner_takes_a_gpu_gets_a_bundle_with_the_gpu():
     assert half == [{"CPU": 3.0}, {"CPU": 1.0, "GPU": 0.5}]
     # resources the trial cannot resolve: the CPU bundle, and the trial's actor says why
     assert trial_bundles(RuntimeConfig(learner_cpus=2, eval_cpus=1), 2, gpu=True) == ([{"CPU": 2.0}], "STRICT_PACK")
+    # roles in the trial's own process: no learner actor asks for the GPU
+    in_process = RuntimeConfig(actors="in_process", max_policy_lag=0)
+    assert trial_bundles(in_process, 2, gpu=True) == ([{"CPU": 2.0}], "STRICT_PACK")
 
 
 _GPU_TRIAL = r"""

@@ -193,7 +193,10 @@ class Resources(BaseModel):
 
 def learner_gpus(rt: RuntimeConfig, gpu: bool) -> float:
     """The GPUs the learner actor asks Ray for: ``runtime.learner_gpus``, ``"auto"`` being one
-    when the cluster has a GPU (``gpu``)."""
+    when the cluster has a GPU (``gpu``); none when the roles run in the driver's process
+    (``runtime.actors: in_process``: there is no learner actor)."""
+    if rt.actors == "in_process":
+        return 0.0
     if rt.learner_gpus == "auto":
         return 1.0 if gpu else 0.0
     return float(rt.learner_gpus)

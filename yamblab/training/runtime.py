@@ -103,10 +103,10 @@ def trial_bundles(rt: RuntimeConfig, cpus: float, gpu: bool) -> tuple[list[dict]
     elsewhere); :func:`bundle_options` pins each actor to its bundle. Resources the trial cannot
     resolve give the CPU bundle: the trial's actor then fails with the reason, as before. A
     trial whose roles run in its own process (``runtime.actors: in_process``) asks Ray for no
-    GPU: one CPU bundle.
+    GPU (:func:`~yamblab.training.config.learner_gpus`): one CPU bundle.
     """
     cpu_only = ([{"CPU": float(cpus)}], "STRICT_PACK")
-    gpus = 0.0 if rt.actors == "in_process" else learner_gpus(rt, gpu)
+    gpus = learner_gpus(rt, gpu)
     if gpus <= 0:
         return cpu_only
     try:
@@ -146,6 +146,14 @@ def bundle_options(gpus: float) -> tuple[dict, dict]:
     return ({} if cpu_at is None else at(cpu_at)), at(gpu_at)
 
 
+def _with_resources(cfg: RunConfig, res: Resources) -> RunConfig:
+    """``cfg`` with its roles' resources resolved to ``res`` (no ``"auto"`` left): what the
+    roles are built with."""
+    return cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
+        "workers": res.workers, "worker_cpus": res.worker_cpus, "learner_cpus": res.learner_cpus,
+        "eval_cpus": res.eval_cpus, "learner_threads": res.learner_threads})})
+
+
 class RayBackend:
     """The actors of a run on the Ray cluster (started by the caller).
 
@@ -175,10 +183,7 @@ class RayBackend:
             where = "the Ray cluster" if cpus is None else "the trial"
             raise ConfigError(f"{exc} ({where} offers {have:g} CPUs)") from None
         self.resources = res
-        cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
-            "workers": res.workers, "worker_cpus": res.worker_cpus, "learner_cpus": res.learner_cpus,
-            "eval_cpus": res.eval_cpus, "learner_threads": res.learner_threads})})
-        self.cfg = cfg
+        self.cfg = cfg = _with_resources(cfg, res)
         rt = cfg.runtime
         gpus = learner_gpus(rt, gpu)
         cls = remote_classes(cfg, gpus)
@@ -361,10 +366,7 @@ class InProcessBackend(RayBackend):
         except ConfigError as exc:
             raise ConfigError(f"{exc} (the run offers {have:g} CPUs)") from None
         self.resources = res
-        cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
-            "workers": 1, "worker_cpus": res.worker_cpus, "learner_cpus": res.learner_cpus,
-            "eval_cpus": res.eval_cpus, "learner_threads": res.learner_threads})})
-        self.cfg = cfg
+        self.cfg = cfg = _with_resources(cfg, res)     # one worker: resolved with workers 1
         game = cfg.game_obj
         self.oracle = OracleService(cfg.rules) if game.name == "yahtzee" else None
         self.workers = [SelfPlayWorker(cfg, 0)]

@@ -188,3 +188,20 @@ def test_every_package_and_module_says_what_it_holds():
                and not (d / "__init__.py").exists()]
     assert not bare, f"modules without a docstring: {bare}"
     assert not missing, f"folders of modules without an __init__.py: {missing}"
+
+
+#: Above the search floor a game is reached through the Game protocol (``solved``,
+#: ``rolls_left``…) and the per-floor registries (search/registry.py, oracle/registry.py), never
+#: by its name; only the run config's schema and the command line spell a game's own options.
+NAMED_GAMES_ALLOWED = ("yamblab.training.config", "yamblab.cli.", "yamblab.service.")
+_GAME_BRANCH = re.compile(r"""(?:==|!=)\s*["'](?:yahtzee|yamb)["']|isinstance\([^)]*(?:Yamb|Yahtzee)\w*\)"""
+                          r"""|\.oracle_column\b""")
+
+
+def test_floors_above_search_do_not_branch_on_a_game_name():
+    above = [name for name in MODULES if _floor(name) > _floor("yamblab.search")
+             and not name.startswith(NAMED_GAMES_ALLOWED)]
+    bad = [f"{name}:{i}: {line.strip()}" for name in above
+           for i, line in enumerate(MODULES[name].read_text().splitlines(), 1) if _GAME_BRANCH.search(line)]
+    assert above and not bad, ("a module above the search floor branching on a game's name (use the Game "
+                               "protocol or a registry):\n" + "\n".join(bad))

@@ -266,7 +266,7 @@ def test_successor_samples_bootstrap_to_the_oracle_with_a_perfect_valuation():
 
     from yamblab.games.yahtzee.engine import new_batch
     from yamblab.games.yahtzee.rules import OFFICIAL
-    from yamblab.learners.selfplay import successor_samples
+    from yamblab.search.expectimax import successor_samples
     from yamblab.oracle.yahtzee.table import OracleTable
     from yamblab.search.expectimax import decode_yahtzee, oracle_position_values
 

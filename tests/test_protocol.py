@@ -71,7 +71,7 @@ def test_yamb_search_values_exactly_the_legal_actions(preset, depth):
     """Q is finite on the legal actions only, for full-turn and one-step search, 5 and 6 dice."""
     from yamblab.model.config import ModelConfig
     from yamblab.model.network import YambNet
-    from yamblab.search.expectimax import make_search
+    from yamblab.search.registry import make_search
     from yamblab.search.valuation import NetworkValuation
 
     torch.manual_seed(0)

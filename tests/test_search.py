@@ -12,7 +12,8 @@ from yamblab.games.encoding import shared_action_to_yahtzee
 from yamblab.games.yahtzee.engine import new_batch
 from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
 from yamblab.oracle.yahtzee.grading import grade
-from yamblab.search.expectimax import FullTurnSearch, OneStepSearch, make_search, oracle_position_values
+from yamblab.search.expectimax import FullTurnSearch, OneStepSearch, oracle_position_values
+from yamblab.search.registry import make_search
 from yamblab.search.targets import add_dirichlet_noise, policy_targets, two_hot
 
 import yamblab.agents.search_agent  # noqa: F401  (registers "search")

@@ -318,42 +318,43 @@ class Evaluator:
         (the first ``games`` of them; default ``runtime.eval_games``)."""
         rt = self.cfg.runtime
         n_games = games or rt.eval_games
-        if self.game.name == "yamb":
-            from yamblab.oracle.yamb.grading import grade_yamb, play_scores
+        from yamblab.oracle.registry import grade_game
 
-            if self.game.oracle_column is None and self._baseline is None:
+        options = {}
+        if not self.game.solved:          # no exact oracle: paired with the bots on the same dice
+            if self._baseline is None:
                 from yamblab.agents.base import make_agent
+                from yamblab.oracle.report import play_scores
 
                 bot = make_agent("heuristic", self.game)
                 most = max([rt.eval_games, *rt.eval_modes.values()])
                 self._baseline = (bot, play_scores(bot, self.game, most, rt.eval_seed))
                 self._greedy = play_scores(make_agent("greedy", self.game), self.game, most, rt.eval_seed)
-            kw = {} if self._baseline is None else {"baseline": self._baseline[0],
-                                                    "baseline_scores": self._baseline[1][:n_games],
-                                                    "yardsticks": {"greedy": self._greedy[:n_games]}}
-            return grade_yamb(agent, self.game, games=n_games, seed=rt.eval_seed, **kw)
-        from yamblab.oracle.yahtzee.grading import decision_kinds, grade
-
+            options = {"baseline": self._baseline[0], "baseline_scores": self._baseline[1][:n_games],
+                       "yardsticks": {"greedy": self._greedy[:n_games]}}
         service = self.service
-        if isinstance(service, OracleService):    # the run's roles share one process
-            grade_fn = service.grade
-        else:
-            import ray
+        if service is not None:           # a table game: each decision graded by the oracle service
+            from yamblab.oracle.yahtzee.grading import decision_kinds
 
-            def grade_fn(*args):
-                return ray.get(service.grade.remote(*args))
+            if isinstance(service, OracleService):    # the run's roles share one process
+                grade_fn = service.grade
+            else:
+                import ray
 
-        def regret_fn(batch, actions):
-            live = batch.turn < 13
-            idx = np.flatnonzero(live)
-            regret = np.zeros(batch.n)
-            if idx.size:
-                regret[idx] = grade_fn(batch.boundary_states()[idx], batch.roll_indices()[idx],
-                                       batch.rolls_left[idx], batch.hold_keeps()[idx], np.asarray(actions)[idx])
-            return regret, decision_kinds(actions, batch.rolls_left, live)
+                def grade_fn(*args):
+                    return ray.get(service.grade.remote(*args))
 
-        return grade(agent, self.game.rules, games=n_games, seed=rt.eval_seed,
-                     regret_fn=regret_fn if service is not None else None)
+            def regret_fn(batch, actions):
+                live = batch.turn < 13
+                idx = np.flatnonzero(live)
+                regret = np.zeros(batch.n)
+                if idx.size:
+                    regret[idx] = grade_fn(batch.boundary_states()[idx], batch.roll_indices()[idx],
+                                           batch.rolls_left[idx], batch.hold_keeps()[idx], np.asarray(actions)[idx])
+                return regret, decision_kinds(actions, batch.rolls_left, live)
+
+            options["regret_fn"] = regret_fn
+        return grade_game(agent, self.game, games=n_games, seed=rt.eval_seed, **options)
 
 
 #: the mode name of the exact full-turn regret (one number per network)

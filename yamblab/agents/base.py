@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from yamblab.errors import UnknownVariantError
+from yamblab.games.protocol import as_game
 
 
 class Agent(ABC):
@@ -61,25 +62,6 @@ def _load() -> None:
 
     for module in _AGENT_MODULES:  # each registers its agents on import
         importlib.import_module(module)
-
-
-def as_game(game_or_rules):
-    """A :class:`~yamblab.games.protocol.Game` from a game, a rules object or a game name."""
-    from yamblab.games.protocol import make_game
-
-    if isinstance(game_or_rules, str):
-        return make_game(game_or_rules)
-    if hasattr(game_or_rules, "new_batch"):
-        return game_or_rules
-    from yamblab.games.yamb.rules import YambRules
-
-    if isinstance(game_or_rules, YambRules):
-        from yamblab.games.yamb.game import YambGame
-
-        return YambGame(game_or_rules)
-    from yamblab.games.yahtzee.game import YahtzeeGame
-
-    return YahtzeeGame(game_or_rules)
 
 
 def agent_names(game) -> list[str]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from yamblab.agents.base import Agent, as_game, register
+from yamblab.agents.base import Agent, register
+from yamblab.games.protocol import as_game
 from yamblab.errors import ConfigError
-from yamblab.search.expectimax import DEPTHS, make_search
+from yamblab.search.registry import DEPTHS, exact_valuation, make_search
 from yamblab.search.valuation import NetworkValuation
 
 
@@ -23,7 +24,7 @@ class SearchAgent(Agent):
         game: a :class:`~yamblab.games.protocol.Game` (or a rules object).
         valuation: a :class:`~yamblab.search.valuation.Valuation`, or Yahtzee's (4096, 3, 64)
             table of boundary values.
-        depth: one of :data:`~yamblab.search.expectimax.DEPTHS`.
+        depth: one of :data:`~yamblab.search.registry.DEPTHS`.
         net: the network whose policy head plays at depth ``"none"``.
         name: the agent's name in reports.
 
@@ -79,16 +80,7 @@ def _search(game, table=None, seed=0, valuation: str = "oracle", depth: str = "f
     if valuation == "oracle":
         if depth != "full_turn":
             raise ConfigError(f"the oracle valuation drives full-turn search only (got depth {depth!r})")
-        if game.name == "yamb":
-            from yamblab.oracle.yamb.oracles import column_oracle
-            from yamblab.search.valuation import YambColumnOracleValuation
-
-            return SearchAgent(game, YambColumnOracleValuation(column_oracle(game.rules)), depth,
-                               name="search-oracle")
-        from yamblab.oracle.yahtzee.table import OracleTable
-
-        table = table or OracleTable.get(game.rules)
-        return SearchAgent(game, table.values, depth, name="search-oracle")
+        return SearchAgent(game, exact_valuation(game, table), depth, name="search-oracle")
     from yamblab.model.checkpoint import load_network
 
     net = load_network(valuation, map_location=device).to(device)

@@ -80,7 +80,7 @@ def grade(
     else:
         g = make_game("yahtzee", rules or "forced")
     if versus is not None:
-        if g.name != "yamb" or g.oracle_column:
+        if g.solved:
             raise YamblabError("--versus names the bot a Yamb card of several columns is compared with; "
                                "this game is graded by its exact oracle instead")
         if versus not in ("heuristic", "greedy", "random"):
@@ -90,19 +90,17 @@ def grade(
         options["valuation"] = valuation
     if depth is not None:
         options["depth"] = depth
-    if g.name == "yamb":
-        from yamblab.oracle.yamb.grading import grade_yamb
+    from yamblab.oracle.registry import grade_game, has_table
 
-        a = make_agent(agent, g, seed=seed, **options)
-        base = None if g.oracle_column else make_agent(versus or "heuristic", g, seed=seed)
-        report = grade_yamb(a, g, games=games, seed=seed, baseline=base, progress=not as_json)
-    else:
-        from yamblab.oracle.yahtzee.grading import grade as _grade
+    grading = {"progress": not as_json}
+    if has_table(g):                    # load (or build) the oracle table once, for agent and grader
         from yamblab.oracle.yahtzee.table import OracleTable
 
-        table = OracleTable.get(g.rules)
-        a = make_agent(agent, g, table=table, seed=seed, **options)
-        report = _grade(a, g.rules, games=games, seed=seed, table=table, progress=not as_json)
+        grading["table"] = options["table"] = OracleTable.get(g.rules)
+    a = make_agent(agent, g, seed=seed, **options)
+    if not g.solved:
+        grading["baseline"] = make_agent(versus or "heuristic", g, seed=seed)
+    report = grade_game(a, g, games=games, seed=seed, **grading)
     typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.format())
 
 

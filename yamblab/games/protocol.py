@@ -46,6 +46,10 @@ class Game(Protocol):
         n_dice: dice per roll (5 or 6).
         n_turns: turns in a game (one box per turn).
         idle_action: the engine action a finished game is given (it is ignored).
+        solved: whether :mod:`yamblab.oracle` solves this game exactly (every Yahtzee variant;
+            a single down, up or free Yamb column). A solved game is graded in exact regret
+            and its oracle can value search leaves; an unsolved one is graded against the
+            heuristic bot on the same dice.
     """
 
     name: str
@@ -55,6 +59,7 @@ class Game(Protocol):
     n_dice: int
     n_turns: int
     idle_action: int
+    solved: bool
 
     def new_batch(self, n: int, seed: int, first_game: int = 0):
         """``n`` new games (first dice rolled); game ``i`` is game number ``first_game + i``
@@ -82,6 +87,9 @@ class Game(Protocol):
 
     def turn_start(self, batch) -> np.ndarray:
         """bool (n,): games at the first roll of a turn (no decision taken yet this turn)."""
+
+    def rolls_left(self, batch) -> np.ndarray:
+        """int64 (n,): the rolls each game may still take this turn (0: it must score)."""
 
     def bonus_reached(self, batch) -> np.ndarray:
         """float32 (n,): the share of upper bonuses the card has reached (the auxiliary
@@ -134,4 +142,25 @@ def make_game(game: str = "yahtzee", rules: str | None = None, preset: str | Non
     raise UnknownVariantError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
 
 
-__all__ = ["Game", "GAMES", "make_game", "step_shared"]
+def as_game(game_or_rules) -> Game:
+    """A :class:`Game` from a game, a rules object or a game name.
+
+    Raises:
+        UnknownVariantError: an unknown game name.
+    """
+    if isinstance(game_or_rules, str):
+        return make_game(game_or_rules)
+    if hasattr(game_or_rules, "new_batch"):
+        return game_or_rules
+    from yamblab.games.yamb.rules import YambRules
+
+    if isinstance(game_or_rules, YambRules):
+        from yamblab.games.yamb.game import YambGame
+
+        return YambGame(game_or_rules)
+    from yamblab.games.yahtzee.game import YahtzeeGame
+
+    return YahtzeeGame(game_or_rules)
+
+
+__all__ = ["Game", "GAMES", "as_game", "make_game", "step_shared"]

@@ -18,12 +18,11 @@ import torch
 
 from yamblab.games.encoding import N_ACTIONS, EncodedBatch
 from yamblab.games.protocol import Game, step_shared
-from yamblab.games.yahtzee.game import encode_yahtzee_boundary as encode_boundary
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.learners.samples import SampleBatch
 from yamblab.model.config import ModelConfig
 from yamblab.model.network import YambNet
-from yamblab.search.expectimax import make_search
+from yamblab.search.registry import make_search
 from yamblab.search.valuation import NetworkValuation
 from yamblab.search.targets import add_dirichlet_noise, policy_targets
 
@@ -32,44 +31,6 @@ def _turn_values(search):
     """Values of the current turns' starts computed by a full-turn search (None if none)."""
     full = getattr(search, "turn", search)
     return getattr(full, "turn_value", None)
-
-
-class _Cards:
-    """Duck-typed boundary positions (cards between turns) for :class:`FullTurnSearch`."""
-
-    def __init__(self, box_scores: np.ndarray, upper_raw: np.ndarray, states: np.ndarray):
-        self.box_scores = np.asarray(box_scores, np.int16)
-        self.upper_raw = np.asarray(upper_raw, np.int64)
-        self._states = np.asarray(states, np.int64)
-        self.n = self.box_scores.shape[0]
-        self.turn = (self.box_scores >= 0).sum(axis=1).astype(np.int64)
-
-    def boundary_states(self) -> np.ndarray:
-        return self._states
-
-
-def successor_samples(batch, games: np.ndarray, k: int, rules, valuation, rng) -> tuple:
-    """Up to ``k`` random non-terminal successor boundary states of each game's current turn,
-    with their full-turn search values against ``valuation`` (bootstrapped value targets).
-
-    Returns:
-        ``(encoded boundary positions, value targets float64 (m,), owner games int64 (m,))``.
-    """
-    from yamblab.search.expectimax import FullTurnSearch, successors
-
-    owner, states, scores, raw, terminal = successors(batch, games, rules)
-    live = np.flatnonzero(~terminal)
-    if live.size == 0 or k <= 0:
-        return None
-    pick = live[np.lexsort((rng.random(live.size), owner[live]))]       # shuffled within game
-    o = owner[pick]
-    first = np.searchsorted(o, o, side="left")
-    pick = pick[np.arange(pick.size) - first < k]
-    cards = _Cards(scores[pick], raw[pick], states[pick])
-    fs = FullTurnSearch(rules, valuation)
-    fs._update(cards)
-    enc = encode_boundary(cards.box_scores, cards.upper_raw, rules)
-    return enc, fs.turn_value.copy(), np.asarray(games)[owner[pick]]
 
 
 def rows(enc: EncodedBatch, idx) -> EncodedBatch:
@@ -102,7 +63,7 @@ class SelfPlay:
 
     def __init__(self, model_cfg: ModelConfig, train_cfg: TrainConfig, search_cfg: SearchConfig,
                  game: Game, device: str = "cpu", oracle_table=None):
-        from yamblab.agents.base import as_game
+        from yamblab.games.protocol import as_game
 
         self.cfg = train_cfg
         self.search_cfg = search_cfg
@@ -155,9 +116,7 @@ class SelfPlay:
         """
         t0 = time.perf_counter()
         cfg = self.cfg
-        rules = self.rules
         game = self.game
-        yahtzee = game.name == "yahtzee"
         rng = np.random.default_rng([int(seed) & (2**63 - 1), int(first_game), 0x5E1F])
         batch = game.new_batch(n, seed=seed, first_game=first_game)
         valuation = NetworkValuation(self.net, self.search_cfg.leaf_chunk)
@@ -201,12 +160,7 @@ class SelfPlay:
                 if cfg.successor_samples and self.search_cfg.depth == "full_turn":
                     start = live[at_start]
                     if start.size:
-                        if yahtzee:
-                            got = successor_samples(batch, start, cfg.successor_samples, rules, valuation, rng)
-                        else:
-                            from yamblab.search.yamb_search import successor_samples as yamb_successors
-
-                            got = yamb_successors(search, batch, start, cfg.successor_samples, rng)
+                        got = search.successor_samples(batch, start, cfg.successor_samples, rng)
                         if got is not None:
                             extra.append(got)
                 target = policy_targets(q, prior, cfg.temperature, cfg.kl_targets)
@@ -259,7 +213,7 @@ class SelfPlay:
             samples = SampleBatch.concat([samples, SampleBatch.from_parts(
                 e_enc, np.zeros((len(e_own), N_ACTIONS), np.float32), np.zeros(len(e_own), bool),
                 np.concatenate([e[1] for e in extra]), bonus[e_own])])
-        if cfg.distill_oracle and yahtzee:
+        if cfg.distill_oracle:        # Yahtzee only (the run config refuses it elsewhere)
             samples.value_target[:] = self._oracle_values(samples)
         net_games = ~is_bot
         stats = {

@@ -1,6 +1,6 @@
 """What grading any game's agent reports: :class:`GradeReport` (scores, regret by decision and by
 box, or a paired comparison with a bot where a card has no exact oracle) and :func:`mean_ci`, the
-mean with its Student-t interval. Each game's grading (:mod:`yamblab.oracle.yahtzee.grading`,
+mean with its Student-t interval, and :func:`play_scores`, any agent's seeded scores. Each game's grading (:mod:`yamblab.oracle.yahtzee.grading`,
 :mod:`yamblab.oracle.yamb.grading`) fills them in.
 """
 
@@ -109,3 +109,23 @@ class GradeReport:
         lines.append("  by box      " + "  ".join(f"{k}: {v:.3f}" for k, v in worst if v > 0) if any(
             v > 0 for _, v in worst) else "  by box      (no regret)")
         return "\n".join(lines)
+
+
+#: games played at once by :func:`play_scores`
+PLAY_CHUNK = 500
+
+
+def play_scores(agent, game, games: int, seed: int, first_game: int = 0) -> np.ndarray:
+    """Final scores (points, float64 (games,)) of ``agent`` on games ``first_game`` … of dice
+    seed ``seed`` of any game (a :class:`~yamblab.games.protocol.Game`), played ``PLAY_CHUNK`` at
+    a time: the paired yardstick of a game with no exact oracle."""
+    out = []
+    for start in range(0, int(games), PLAY_CHUNK):
+        n = min(PLAY_CHUNK, int(games) - start)
+        b = game.new_batch(n, seed=seed, first_game=first_game + start)
+        if hasattr(agent, "reset"):
+            agent.reset(b)
+        while not b.done.all():
+            b.step(agent.act(b))
+        out.append(b.total.astype(np.float64))
+    return np.concatenate(out)

@@ -29,8 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from yamblab.atomic import atomic_write
-from yamblab.errors import ConfigError, DamagedFileError
+from yamblab.errors import DamagedFileError
 from yamblab.games.encoding import N_ACTIONS, EncodedBatch
+from yamblab.search.registry import check_solved, exact_search
 
 __all__ = ["DECISION_KINDS", "DECISION_SEED", "SET_VERSION", "DecisionSet", "decision_set",
            "SolverLosses", "solver_losses", "cache_path"]
@@ -145,45 +146,6 @@ class DecisionSet:
 
 
 # ----------------------------------------------------------------------------- building
-def _check_oracle(game) -> None:
-    """Raise :class:`ConfigError` for a game with no exact oracle (a Yamb card of several columns,
-    or a single Yamb column the oracles do not solve)."""
-    if game.name != "yamb":
-        return
-    if len(game.rules.columns) > 1:
-        raise ConfigError("a full Yamb card has no exact oracle; its evaluation stays the paired "
-                          "comparison with the heuristic bot")
-    if getattr(game, "oracle_column", None) is None:
-        raise ConfigError(f"a single {game.rules.columns[0]} Yamb column has no exact oracle (the "
-                          "oracles solve a single down, up or free column); its evaluation stays "
-                          "the paired comparison with the heuristic bot")
-
-
-def _oracle_search(game):
-    """The oracle's full-turn search of ``game``: its ``q(batch)`` is the exact action values.
-
-    Raises:
-        ConfigError: a Yamb card with no exact oracle.
-    """
-    _check_oracle(game)
-    from yamblab.search.expectimax import make_search
-
-    if game.name == "yamb":
-        from yamblab.oracle.yamb.oracles import column_oracle
-        from yamblab.search.valuation import YambColumnOracleValuation
-
-        return make_search("full_turn", game, YambColumnOracleValuation(column_oracle(game.rules)))
-    from yamblab.oracle.yahtzee.table import OracleTable
-
-    return make_search("full_turn", game, OracleTable.get(game.rules).values)
-
-
-def _rolls_left(game, batch) -> np.ndarray:
-    if game.name == "yamb":
-        return np.asarray(batch.rolls_max, np.int64) - np.asarray(batch.rolls_used, np.int64)
-    return np.asarray(batch.rolls_left, np.int64)
-
-
 def kinds_of(rolls_left) -> np.ndarray:
     """int8 decision kinds (:data:`DECISION_KINDS`) of positions with ``rolls_left`` rolls left:
     two or more → 0, one → 1, none → 2."""
@@ -205,7 +167,7 @@ def build_decision_set(game, games: int, seed: int, progress: bool = False) -> D
     """Record the positions of the oracle's optimal play (no cache); see :func:`decision_set`."""
     from yamblab.games.protocol import step_shared
 
-    search = _oracle_search(game)
+    search = exact_search(game)
     encs, qs, kinds, gidx = [], [], [], []
     bar = None
     if progress:
@@ -222,7 +184,7 @@ def build_decision_set(game, games: int, seed: int, progress: bool = False) -> D
             # record only the unfinished games of this step
             encs.append(_take_encoded(game.encode(batch), live))
             qs.append(q[live])
-            kinds.append(kinds_of(_rolls_left(game, batch)[live]))
+            kinds.append(kinds_of(game.rolls_left(batch)[live]))
             gidx.append((start + live).astype(np.int32))
             step_shared(game, batch, np.argmax(q, axis=1))
         if bar is not None:
@@ -324,7 +286,7 @@ def decision_set(game, games: int = 600, seed: int = DECISION_SEED, cache: bool 
     """
     if int(games) < 1:
         raise ValueError(f"number of games must be at least 1, got {games}")
-    _check_oracle(game)
+    check_solved(game)
     if cache is False:
         return build_decision_set(game, games, seed, progress)
     path = cache_path(game, games, seed, None if cache is True else cache)

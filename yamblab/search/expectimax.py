@@ -1,7 +1,8 @@
 """Expectimax search over exact dice chance nodes (the YoloYamb post, "The Approach"): Yahtzee here,
-Yamb in :mod:`yamblab.search.yamb_search`; :func:`make_search` picks the one a game needs.
+Yamb in :mod:`yamblab.search.yamb_search`; :func:`~yamblab.search.registry.make_search` picks
+the one a game needs.
 
-Three depths (:data:`DEPTHS`):
+Three depths (:data:`~yamblab.search.registry.DEPTHS`):
 
 * ``"none"``: no search; the agent plays the policy head alone.
 * ``"one_step"``: YoloYamb's search. Every legal move is valued one step ahead: a hold by
@@ -27,8 +28,6 @@ A **boundary position** (between turns, before the first roll) is encoded with n
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 
 from yamblab.games.dice import KEEPS, P_ROLL_GIVEN_KEEP, ROLLS
@@ -41,8 +40,6 @@ from yamblab.oracle.yahtzee import _kernels
 from yamblab.oracle.yahtzee.turn import TurnValues, hold_values
 from yamblab.search.valuation import NetworkValuation, is_valuation
 
-DEPTHS = ("none", "one_step", "full_turn")
-Depth = Literal["none", "one_step", "full_turn"]
 YAHTZEE_BOX = 11
 CHANCE_BOX = 12
 
@@ -120,6 +117,7 @@ class FullTurnSearch:
 
     def __init__(self, rules: YahtzeeRules, valuation):
         self.rules = rules
+        self.valuation = valuation
         self.table_values = None
         self.net_values = None
         if is_valuation(valuation):
@@ -190,6 +188,10 @@ class FullTurnSearch:
                                             np.ascontiguousarray(batch.roll_indices()[play]))
         keeps = batch.hold_keeps()
         return box, hold_values(self.E1, self.E2, keeps, batch.rolls_left), keeps
+
+    def successor_samples(self, batch, games: np.ndarray, k: int, rng):
+        """Bootstrapped value targets: see :func:`successor_samples` (this search's valuation)."""
+        return successor_samples(batch, games, k, self.rules, self.valuation, rng)
 
     def q(self, batch) -> np.ndarray:
         """Q of every action, float64 (n, 208), ``-inf`` on illegal actions and finished games."""
@@ -274,36 +276,41 @@ def _place_dice(dice: np.ndarray, keep: int, outs: np.ndarray) -> np.ndarray:
     return out
 
 
-def make_search(depth: Depth, game, valuation):
-    """The search of a depth for a game and a valuation.
+class _Cards:
+    """Duck-typed boundary positions (cards between turns) for :class:`FullTurnSearch`."""
 
-    Args:
-        depth: ``"none"`` (returns None: the policy head plays), ``"one_step"`` or
-            ``"full_turn"``.
-        game: a :class:`~yamblab.games.protocol.Game` (or, for Yahtzee, its rules).
-        valuation: a :class:`~yamblab.search.valuation.Valuation` (a network, a Yamb column
-            oracle), or for Yahtzee full-turn search a (4096, 3, 64) table of boundary values.
+    def __init__(self, box_scores: np.ndarray, upper_raw: np.ndarray, states: np.ndarray):
+        self.box_scores = np.asarray(box_scores, np.int16)
+        self.upper_raw = np.asarray(upper_raw, np.int64)
+        self._states = np.asarray(states, np.int64)
+        self.n = self.box_scores.shape[0]
+        self.turn = (self.box_scores >= 0).sum(axis=1).astype(np.int64)
+
+    def boundary_states(self) -> np.ndarray:
+        return self._states
+
+
+def successor_samples(batch, games: np.ndarray, k: int, rules: YahtzeeRules, valuation, rng):
+    """Up to ``k`` random non-terminal successor boundary states of each game's current turn,
+    with their full-turn search values against ``valuation`` (bootstrapped value targets).
 
     Returns:
-        an object with ``q(batch) -> float64 (n, 208)`` and ``reset()``, or None.
-
-    Raises:
-        ValueError: an unknown depth, or one-step search with a table or a valuation of
-            boundary cards only.
+        ``(encoded boundary positions, value targets float64 (m,), owner games int64 (m,))``, or
+        None when there is nothing to sample.
     """
-    if depth not in DEPTHS:
-        raise ValueError(f"unknown search depth {depth!r}; choose one of {', '.join(DEPTHS)}")
-    if depth == "none":
+    owner, states, scores, raw, terminal = successors(batch, games, rules)
+    live = np.flatnonzero(~terminal)
+    if live.size == 0 or k <= 0:
         return None
-    name = getattr(game, "name", "yahtzee")
-    rules = getattr(game, "rules", game)
-    if depth == "one_step" and not (is_valuation(valuation) and getattr(valuation, "values_dice", True)):
-        raise ValueError("one-step search needs a network valuation (it values positions with dice)")
-    if name == "yamb":
-        from yamblab.search.yamb_search import YambFullTurnSearch, YambOneStepSearch
-
-        return (YambFullTurnSearch if depth == "full_turn" else YambOneStepSearch)(rules, valuation)
-    return (FullTurnSearch if depth == "full_turn" else OneStepSearch)(rules, valuation)
+    pick = live[np.lexsort((rng.random(live.size), owner[live]))]       # shuffled within game
+    o = owner[pick]
+    first = np.searchsorted(o, o, side="left")
+    pick = pick[np.arange(pick.size) - first < k]
+    cards = _Cards(scores[pick], raw[pick], states[pick])
+    fs = FullTurnSearch(rules, valuation)
+    fs._update(cards)
+    enc = encode_boundary(cards.box_scores, cards.upper_raw, rules)
+    return enc, fs.turn_value.copy(), np.asarray(games)[owner[pick]]
 
 
 def decode_yahtzee(enc: EncodedBatch):

@@ -183,6 +183,10 @@ class YambFullTurnSearch(TurnPlanner):
                 q[games[can], P + H:] = np.where(lg[can, P + H:], av, -np.inf)
         return q
 
+    def successor_samples(self, batch, games: np.ndarray, k: int, rng):
+        """Bootstrapped value targets: see :func:`successor_samples` (this search's valuation)."""
+        return successor_samples(self, batch, games, k, rng)
+
     def q(self, batch) -> np.ndarray:
         """Q in the shared action space, float64 (n, 208)."""
         return to_shared_q(self.rules, self.action_values(batch))

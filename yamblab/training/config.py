@@ -327,11 +327,11 @@ class RunConfig(BaseModel):
             game = make_game(self.game, None if self.game == "yamb" else self.rules, self.preset, self.columns)
         except YamblabError as exc:
             raise ValueError(str(exc)) from None
-        if self.runtime.solver_eval and self.game == "yamb" and game.oracle_column is None:
+        if self.runtime.solver_eval and not game.solved:
             raise ValueError("runtime.solver_eval: a full Yamb card has no exact oracle, so its evaluation stays "
                              "the paired comparison with the heuristic bot on the same dice; the decision set "
                              "needs Yahtzee or a single down, up or free column (columns: [free])")
-        if self.game == "yamb" and self.train.successor_samples and game.rules.announce_column >= 0:
+        if self.train.successor_samples and getattr(game.rules, "announce_column", -1) >= 0:
             raise ValueError("train.successor_samples values a Yamb card without the option to announce: "
                              "use it on cards with no announce column (e.g. columns: [free]), or set it to 0")
         if self.game == "yahtzee" and self.rules != game.rules.name:
@@ -339,7 +339,7 @@ class RunConfig(BaseModel):
         if self.train.bot_share > 0:
             from yamblab.agents.base import agent_names
 
-            no_oracle = self.train.bot == "oracle" and game.name == "yamb" and not game.oracle_column
+            no_oracle = self.train.bot == "oracle" and not game.solved
             if self.train.bot not in agent_names(game) or self.train.bot == "search" or no_oracle:
                 raise ValueError(f"train.bot {self.train.bot!r} is not a {self.game} bot; choose one of "
                                  f"{', '.join(n for n in agent_names(game) if n != 'search')}")
@@ -375,7 +375,9 @@ class RunConfig(BaseModel):
         evaluated agent is full-turn search on Yahtzee's boundary head, a valuation of boundary
         states whose exact score the backward pass gives (no sampling), and
         ``runtime.exact_eval`` is on."""
-        return (self.runtime.exact_eval and self.game == "yahtzee" and self.eval_depth == "full_turn"
+        from yamblab.oracle.registry import has_table
+
+        return (self.runtime.exact_eval and has_table(self.game_obj) and self.eval_depth == "full_turn"
                 and self.model.boundary_head)
 
     def to_yaml(self) -> str:

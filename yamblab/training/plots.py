@@ -86,18 +86,11 @@ def score_histogram(scores: np.ndarray, cfg, table):
     plt = _plt()
     game = cfg.game_obj
     games = len(scores)
-    if game.name == "yahtzee":
-        from yamblab.oracle.yahtzee.grading import grade
+    from yamblab.oracle.report import play_scores
 
-        ref_name = "optimal player"
-        opt = grade(make_agent("oracle", game, table=table), game.rules, games=games,
-                    seed=cfg.runtime.eval_seed, table=table).scores
-    else:
-        from yamblab.oracle.yamb.grading import play_scores
-
-        ref_name = "optimal player" if game.oracle_column else "heuristic bot"
-        ref = make_agent("oracle" if game.oracle_column else "heuristic", game)
-        opt = play_scores(ref, game, games, cfg.runtime.eval_seed)
+    ref_name = "optimal player" if game.solved else "heuristic bot"
+    ref = make_agent("oracle" if game.solved else "heuristic", game, table=table)
+    opt = play_scores(ref, game, games, cfg.runtime.eval_seed)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     bins = np.arange(0, max(float(np.max(opt)), float(np.max(scores)), 100) + 20, 20)
     ax.hist(opt, bins=bins, alpha=0.5, label=f"{ref_name} (mean {np.mean(opt):.1f})", color="tab:gray")

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from yamblab.errors import ConfigError, YamblabError
+from yamblab.oracle.registry import has_table
 from yamblab.training.config import Resources, RunConfig, RuntimeConfig, learner_gpus, resolve_resources
 
 log = logging.getLogger(__name__)
@@ -189,7 +190,7 @@ class RayBackend:
         cls = remote_classes(cfg, gpus)
         cpu_at, gpu_at = bundle_options(gpus)
         game = cfg.game_obj
-        self.oracle = cls["oracle"].options(**cpu_at).remote(cfg.rules) if game.name == "yahtzee" else None
+        self.oracle = cls["oracle"].options(**cpu_at).remote(cfg.rules) if has_table(game) else None
         self.workers = [cls["worker"].options(**cpu_at).remote(cfg, i) for i in range(rt.workers)]
         self.buffer = cls["buffer"].options(**cpu_at).remote(rt.replay_positions, cfg.train.seed, buffer_state)
         self.learner = cls["learner"].options(**gpu_at).remote(cfg, learner_state)
@@ -290,8 +291,8 @@ class RayBackend:
         return net.eval()
 
     def oracle_table(self):
-        """Yahtzee's oracle table (None for Yamb)."""
-        if self._table is None and self.cfg.game == "yahtzee":
+        """The game's oracle table (Yahtzee's; None for a game no table solves)."""
+        if self._table is None and has_table(self.cfg.game_obj):
             from yamblab.oracle.yahtzee.table import OracleTable
 
             self._table = OracleTable.get(self.cfg.rules_obj)
@@ -368,7 +369,7 @@ class InProcessBackend(RayBackend):
         self.resources = res
         self.cfg = cfg = _with_resources(cfg, res)     # one worker: resolved with workers 1
         game = cfg.game_obj
-        self.oracle = OracleService(cfg.rules) if game.name == "yahtzee" else None
+        self.oracle = OracleService(cfg.rules) if has_table(game) else None
         self.workers = [SelfPlayWorker(cfg, 0)]
         self.buffer = ReplayBufferActor(cfg.runtime.replay_positions, cfg.train.seed, buffer_state)
         self.learner = LearnerActor(cfg, learner_state)

@@ -63,6 +63,7 @@ class YahtzeeGame:
     n_dice = 5
     n_turns = 13
     idle_action = 0
+    solved = True
 
     def __init__(self, rules: YahtzeeRules):
         self.rules = rules
@@ -91,6 +92,9 @@ class YahtzeeGame:
 
     def turn_start(self, batch) -> np.ndarray:
         return (np.asarray(batch.rolls_left) == 2) & ~np.asarray(batch.done)
+
+    def rolls_left(self, batch) -> np.ndarray:
+        return np.asarray(batch.rolls_left, np.int64)
 
     def bonus_reached(self, batch) -> np.ndarray:
         return (np.asarray(batch.upper_raw) >= UPPER_BONUS_THRESHOLD).astype(np.float32)

@@ -161,6 +161,11 @@ class YambGame:
         cols = self.rules.columns
         return cols[0] if len(cols) == 1 and cols[0] in ORACLE_COLUMNS else None
 
+    @property
+    def solved(self) -> bool:
+        """Whether the oracles solve this game: a single down, up or free column."""
+        return self.oracle_column is not None
+
     def new_batch(self, n: int, seed: int, first_game: int = 0) -> YambBatch:
         return YambBatch(n, self.rules, seed=seed, first_game=first_game)
 
@@ -179,6 +184,9 @@ class YambGame:
 
     def turn_start(self, batch) -> np.ndarray:
         return (np.asarray(batch.rolls_used) == 1) & (np.asarray(batch.announced) < 0) & ~np.asarray(batch.done)
+
+    def rolls_left(self, batch) -> np.ndarray:
+        return np.asarray(batch.rolls_max, np.int64) - np.asarray(batch.rolls_used, np.int64)
 
     def bonus_reached(self, batch) -> np.ndarray:
         card = np.asarray(batch.card, np.int64)

@@ -159,3 +159,9 @@ def grade(agent, rules: YahtzeeRules = OFFICIAL, games: int = 1000, seed: int = 
         regret_by_box={BOX_LABELS[b]: float(by_box[b] / games) for b in range(13)},
         scores=s, regrets=g,
     )
+
+
+def grade_game(agent, game, games: int = 1000, seed: int = 0, **options) -> GradeReport:
+    """:func:`grade` for a :class:`~yamblab.games.yahtzee.game.YahtzeeGame` (the signature of
+    :func:`yamblab.oracle.registry.grade_game`)."""
+    return grade(agent, game.rules, games=games, seed=seed, **options)

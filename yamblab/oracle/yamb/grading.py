@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from yamblab.games.yamb.rules import ROW_LABELS
-from yamblab.oracle.report import GradeReport, mean_ci
+from yamblab.oracle.report import GradeReport, mean_ci, play_scores
 
 CHUNK = 500
 
@@ -60,20 +60,6 @@ def column_regrets(oracle, batch, actions: np.ndarray) -> np.ndarray:
             raise IllegalActionError(f"game {i}: action {name!r} is not available; choose from {', '.join(q)}")
         out[i] = max(q.values()) - q[name]
     return out
-
-
-def play_scores(agent, game, games: int, seed: int, first_game: int = 0) -> np.ndarray:
-    """Final scores (points, float64 (games,)) of ``agent`` on games ``first_game`` … of ``seed``."""
-    out = []
-    for start in range(0, int(games), CHUNK):
-        n = min(CHUNK, int(games) - start)
-        b = game.new_batch(n, seed=seed, first_game=first_game + start)
-        if hasattr(agent, "reset"):
-            agent.reset(b)
-        while not b.done.all():
-            b.step(agent.act(b))
-        out.append(b.total.astype(np.float64))
-    return np.concatenate(out)
 
 
 def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0, oracle=None,

@@ -1,0 +1,140 @@
+"""Each game's searches and exact valuation, by game name: the one place of the search floor where
+a game is registered (:data:`SEARCHES`, :data:`EXACT_VALUATIONS`); everything above asks here.
+
+Three depths (:data:`DEPTHS`): ``"none"`` (the policy head alone), ``"one_step"`` (the YoloYamb
+post's search: every move valued one step ahead by the value head) and ``"full_turn"`` (exact
+play to the end of the turn against a valuation of the boundary cards it can end in); see
+:mod:`yamblab.search.expectimax` (Yahtzee) and :mod:`yamblab.search.yamb_search` (Yamb).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Literal
+
+from yamblab.errors import ConfigError
+from yamblab.search.valuation import is_valuation
+
+DEPTHS = ("none", "one_step", "full_turn")
+Depth = Literal["none", "one_step", "full_turn"]
+
+#: game name → (module, full-turn search class, one-step search class). Each search takes
+#: ``(rules, valuation)`` and offers ``q(batch) -> float64 (n, 208)`` and ``reset()``; a
+#: full-turn search also ``successor_samples(batch, games, k, rng)``.
+SEARCHES: dict[str, tuple[str, str, str]] = {
+    "yahtzee": ("yamblab.search.expectimax", "FullTurnSearch", "OneStepSearch"),
+    "yamb": ("yamblab.search.yamb_search", "YambFullTurnSearch", "YambOneStepSearch"),
+}
+
+
+def _yahtzee_exact(game, table=None):
+    if table is None:
+        from yamblab.oracle.yahtzee.table import OracleTable
+
+        table = OracleTable.get(game.rules)
+    return getattr(table, "values", table)
+
+
+def _yamb_exact(game, table=None):
+    from yamblab.oracle.yamb.oracles import column_oracle
+    from yamblab.search.valuation import YambColumnOracleValuation
+
+    return YambColumnOracleValuation(column_oracle(game.rules))
+
+
+#: game name → the function giving a solved game's exact valuation of its boundary cards
+#: (``fn(game, table=None)``), which full-turn search turns into optimal play
+EXACT_VALUATIONS = {"yahtzee": _yahtzee_exact, "yamb": _yamb_exact}
+
+
+def _family(game) -> tuple[str, str, str]:
+    name = getattr(game, "name", "yahtzee")
+    try:
+        return SEARCHES[name]
+    except KeyError:
+        raise ConfigError(f"no search is registered for the game {name!r} "
+                          f"(known: {', '.join(SEARCHES)})") from None
+
+
+def make_search(depth: Depth, game, valuation):
+    """The search of a depth for a game and a valuation.
+
+    Args:
+        depth: ``"none"`` (returns None: the policy head plays), ``"one_step"`` or
+            ``"full_turn"``.
+        game: a :class:`~yamblab.games.protocol.Game` (or, for Yahtzee, its rules).
+        valuation: a :class:`~yamblab.search.valuation.Valuation` (a network, a Yamb column
+            oracle), or for Yahtzee full-turn search a (4096, 3, 64) table of boundary values.
+
+    Returns:
+        an object with ``q(batch) -> float64 (n, 208)`` and ``reset()``, or None.
+
+    Raises:
+        ValueError: an unknown depth, or one-step search with a table or a valuation of
+            boundary cards only.
+        ConfigError: a game with no registered search.
+    """
+    if depth not in DEPTHS:
+        raise ValueError(f"unknown search depth {depth!r}; choose one of {', '.join(DEPTHS)}")
+    if depth == "none":
+        return None
+    module, full_turn, one_step = _family(game)
+    rules = getattr(game, "rules", game)
+    if depth == "one_step" and not (is_valuation(valuation) and getattr(valuation, "values_dice", True)):
+        raise ValueError("one-step search needs a network valuation (it values positions with dice)")
+    cls = getattr(importlib.import_module(module), full_turn if depth == "full_turn" else one_step)
+    return cls(rules, valuation)
+
+
+def check_solved(game) -> None:
+    """Raise unless the oracles solve ``game`` exactly (:attr:`Game.solved`).
+
+    Raises:
+        ConfigError: a game with no exact oracle (a full Yamb card, a single Yamb column of a
+            kind the oracles do not solve), naming why.
+    """
+    if getattr(game, "solved", True) and game.name in EXACT_VALUATIONS:
+        return
+    rules = game.rules
+    columns = getattr(rules, "columns", ())
+    if len(columns) > 1:
+        raise ConfigError("a full Yamb card has no exact oracle; its evaluation stays the paired "
+                          "comparison with the heuristic bot")
+    if len(columns) == 1:
+        raise ConfigError(f"a single {columns[0]} Yamb column has no exact oracle (the oracles "
+                          "solve a single down, up or free column); its evaluation stays the paired "
+                          "comparison with the heuristic bot")
+    raise ConfigError(f"the game {game.name!r} has no exact oracle")
+
+
+def exact_valuation(game, table=None):
+    """The exact oracle's valuation of a solved game's boundary cards: with it, full-turn search
+    plays optimally.
+
+    Args:
+        game: a solved :class:`~yamblab.games.protocol.Game`.
+        table: Yahtzee only, an already loaded oracle table (else it is loaded or built).
+
+    Returns:
+        Yahtzee: the table's float64 (4096, 3, 64) values; a single Yamb column: a
+        :class:`~yamblab.search.valuation.YambColumnOracleValuation`.
+
+    Raises:
+        ConfigError: a game the oracles do not solve (:func:`check_solved`).
+    """
+    check_solved(game)
+    return EXACT_VALUATIONS[game.name](game, table)
+
+
+def exact_search(game, table=None):
+    """The oracle's full-turn search of a solved game: its ``q(batch)`` is the exact action
+    values (float64 (n, 208), points still to come).
+
+    Raises:
+        ConfigError: a game the oracles do not solve.
+    """
+    return make_search("full_turn", game, exact_valuation(game, table))
+
+
+__all__ = ["DEPTHS", "Depth", "SEARCHES", "EXACT_VALUATIONS", "make_search", "check_solved",
+           "exact_valuation", "exact_search"]

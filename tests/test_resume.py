@@ -59,6 +59,14 @@ def test_killed_driver_resumes_at_the_right_iteration(tmp_path, config, n):
     assert [h["iteration"] for h in history] == [1, 2, 3, 4]
     assert [h["games_played"] for h in history] == [n, 2 * n, 3 * n, 4 * n]
     assert int(final["buffer"]["added"]) > buffered
+    summary = json.loads((ckpt.parent / "summary.json").read_text())
+    # both tiny games are graded by an exact oracle: the end summary is printed and logged
+    assert "regret (points/game, last evaluation): " in res.stdout
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs_logged = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert [r.data.metrics["summary.regret"] for r in runs_logged] == [summary["summary.regret"]]
 
 
 def test_damaged_checkpoint_is_refused_by_grade(tmp_path):

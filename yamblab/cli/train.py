@@ -77,6 +77,11 @@ def train(
                       f"{last.get('eval.vs_baseline_ci_high', float('nan')):+.1f}]")
         typer.echo(f"done: {run.iteration} iterations, {run.elapsed / 60:.1f} min; {graded}, score "
                    f"{last.get('eval.score_mean', float('nan')):.1f}")
+        from yamblab.training.summary import format_summary, run_summary
+
+        reached = format_summary(run_summary(run.evals))
+        if reached:
+            typer.echo(reached)
         typer.echo(f"checkpoint: {out['files'][0]}\nsee the runs: {tracker.ui_command()}")
     except KeyboardInterrupt:
         typer.echo(f"\ninterrupted: the last checkpoint is kept; resume with: yamblab train --resume {run_dir}",

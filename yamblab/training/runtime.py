@@ -826,13 +826,18 @@ class TrainingRun:
             fig.savefig(path, dpi=110)
             plots.close(fig)
             files.append(str(path))
-        summary = {k: v for k, v in self.history[-1].items() if isinstance(v, (int, float))}
+        from yamblab.training.summary import run_summary
+
+        reached = run_summary(self.evals)
+        summary = {**{k: v for k, v in self.history[-1].items() if isinstance(v, (int, float))}, **reached}
         (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         files.append(str(out_dir / "summary.json"))
         if self.tracker is not None:
             for f in files:
                 if Path(f).name != CHECKPOINT:     # the resumable checkpoint stays in the run folder
                     self.tracker.log_artifact(self.run_id, f)
+            if reached:
+                self.tracker.log_metrics(self.run_id, reached, step=self.iteration)
             self.tracker.log_torch_model(self.run_id, self.backend.network())
             self.tracker.end_run(self.run_id)
         return {"per_game_regret": last["per_game_regret"], "loss": last.get("loss", "regret"),

@@ -1,0 +1,47 @@
+"""The end-of-run summary: last regrets, minutes and positions to each threshold, relapses."""
+
+import math
+
+from yamblab.training.config import EXACT_MODE
+from yamblab.training.summary import format_summary, regret_series, run_summary
+
+
+def _ev(minutes, positions, exact, sampled=None, policy=None, loss="regret"):
+    modes = {EXACT_MODE: {"per_game_regret": [exact], "loss": EXACT_MODE}} if exact is not None else {}
+    if policy is not None:
+        modes["none"] = {"per_game_regret": [policy - 1, policy + 1], "loss": "regret"}
+    return {"minutes": minutes, "positions": positions, "loss": loss, "modes": modes,
+            "per_game_regret": [sampled if sampled is not None else 9.0] * 4}
+
+
+def test_thresholds_are_timed_at_their_first_crossing_and_a_relapse_is_named():
+    evals = [_ev(2.0, 1000, 11.2, policy=36), _ev(4.5, 2000, 1.9, policy=18), _ev(6.8, 3000, 0.9, policy=13),
+             _ev(9.0, 4000, 4.3, policy=10), _ev(13.0, 5000, 0.45, sampled=0.5, policy=7)]
+    s = run_summary(evals)
+    assert s["summary.exact_regret"] == 0.45 and s["summary.regret"] == 0.5
+    assert s["summary.policy_regret"] == 7.0                   # the mean of the policy mode's games
+    assert (s["summary.minutes_to_2"], s["summary.positions_to_2"]) == (4.5, 2000.0)
+    assert s["summary.minutes_to_1"] == 6.8 and s["summary.minutes_to_0_5"] == 13.0
+    assert "summary.minutes_to_0_2" not in s                   # never reached
+    assert s["summary.worst_after_2"] == 4.3 and s["summary.relapsed"] == 1.0
+    text = format_summary(s)
+    assert "≤1 at 6.8 min (3,000 positions)" in text and "a relapse" in text
+    assert "exact full-turn regret 0.450" in text and "policy head alone 7.000" in text
+
+
+def test_no_relapse_and_the_sampled_regret_when_no_exact_mode():
+    evals = [_ev(1.0, 10, None, sampled=3.0), _ev(2.0, 20, None, sampled=1.5), _ev(3.0, 30, None, sampled=2.9)]
+    name, series = regret_series(evals)
+    assert name == "regret" and [r for _, _, r in series] == [3.0, 1.5, 2.9]
+    s = run_summary(evals)
+    assert s["summary.relapsed"] == 0.0 and s["summary.worst_after_2"] == 2.9
+    assert "summary.exact_regret" not in s and s["summary.minutes_to_2"] == 2.0
+    assert "no relapse" in format_summary(s)
+
+
+def test_a_run_graded_against_a_bot_has_no_thresholds():
+    evals = [_ev(1.0, 10, None, sampled=-40.0, loss="vs_baseline")]
+    s = run_summary(evals)
+    assert regret_series(evals)[1] == [] and not any(k.startswith("summary.minutes_to") for k in s)
+    assert "summary.regret" not in s and format_summary(s) == ""
+    assert run_summary([]) == {} and math.isclose(s["summary.minutes"], 1.0)

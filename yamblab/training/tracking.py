@@ -5,6 +5,8 @@ Runs, parameters, metrics and artifacts go through :class:`Tracker`, a thin laye
 directory (``sqlite:///mlflow.db``; MLflow 3 refuses the old file store); ``--tracking-uri``
 points at an MLflow server instead. Actors never write: they return their figures to the
 driver, which logs them here.
+
+A damaged SQLite store is refused by name before MLflow opens it (:func:`check_sqlite_store`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from yamblab.errors import DamagedFileError
 from yamblab.training.configio import flatten
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -61,12 +64,66 @@ def seed_tags(params: dict) -> dict[str, str]:
     return out
 
 
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///PATH`` tracking URI (None: another store, or in memory)."""
+    if not uri.startswith("sqlite:"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    db = make_url(uri).database
+    return None if not db or db == ":memory:" else Path(db)
+
+
+def check_sqlite_store(uri: str) -> None:
+    """Refuse a damaged SQLite MLflow store before MLflow opens it (MLflow would build empty
+    tables in an emptied file, and answer a damaged one with a traceback).
+
+    A missing file is fine (MLflow creates it). An existing one must be a non-empty SQLite
+    database that passes SQLite's ``PRAGMA quick_check``; the check only reads (SQLite itself
+    rolls back a transaction a killed writer left half done, as MLflow's first connection would).
+    A database another process holds locked is left to MLflow.
+
+    Raises:
+        DamagedFileError: the file is empty, not an SQLite database, or fails the check; the
+            message names it and says how to keep the runs.
+    """
+    import sqlite3
+
+    path = sqlite_path(uri)
+    if path is None or not path.is_file():
+        return
+    reason = None
+    if path.stat().st_size == 0:
+        reason = "it is empty: 0 bytes"
+    else:
+        try:
+            con = sqlite3.connect(str(path), timeout=5.0)
+            try:
+                rows = [r[0] for r in con.execute("PRAGMA quick_check(3)").fetchall()]
+            finally:
+                con.close()
+            if rows != ["ok"]:
+                reason = "SQLite's quick_check finds: " + "; ".join(rows)
+        except sqlite3.OperationalError:     # locked by another writer, unreadable: MLflow says so
+            return
+        except sqlite3.DatabaseError as exc:   # not a database, a malformed image
+            reason = str(exc)
+    if reason:
+        raise DamagedFileError(
+            f"the MLflow database {path} is damaged ({reason}); yamblab will not write over it, which "
+            f"would lose its runs: restore it from a backup, or move it aside (mv {path} {path}.damaged) "
+            f"to start an empty one")
+
+
 class Tracker:
     """Create runs and log to MLflow.
 
     Args:
         tracking_uri: MLflow tracking URI (default: SQLite ``mlflow.db`` in the working directory).
         experiment: experiment name (created if missing).
+
+    Raises:
+        DamagedFileError: a damaged SQLite store (:func:`check_sqlite_store`), never written over.
     """
 
     def __init__(self, tracking_uri: str | None = None, experiment: str = "yamblab"):
@@ -75,6 +132,7 @@ class Tracker:
 
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         self.uri = tracking_uri or DEFAULT_TRACKING_URI
+        check_sqlite_store(self.uri)
         mlflow.set_tracking_uri(self.uri)
         self.client = MlflowClient(tracking_uri=self.uri)
         self.experiment_id = self._experiment_id(experiment)

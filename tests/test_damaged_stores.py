@@ -8,9 +8,7 @@ run in a SQLite database) and then damaged; no training runs and no Ray starts.
 
 from __future__ import annotations
 
-import logging
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -179,7 +177,7 @@ def test_a_damaged_mlflow_database_is_refused_by_name_and_keeps_its_bytes(tmp_pa
     assert not (tmp_path / "runs").exists() and not (tmp_path / ".yamblab").exists()
 
 
-def test_a_sound_mlflow_database_is_opened_and_keeps_its_runs(tmp_path, mlflow_store, caplog):
+def test_a_sound_mlflow_database_is_opened_and_keeps_its_runs(tmp_path, mlflow_store):
     from yamblab.training.tracking import Tracker, check_sqlite_store
 
     db = tmp_path / "mlflow.db"

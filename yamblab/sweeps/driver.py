@@ -345,6 +345,8 @@ class Sweep:
         Raises:
             DamagedFileError: a damaged Optuna journal (:mod:`yamblab.sweeps.journal`), refused
                 before anything is written to it.
+            DiskFullError: the driver's write to the journal or to MLflow found no space left
+                (a journal record is never left cut short).
         """
         import ray
 

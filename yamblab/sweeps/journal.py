@@ -1,5 +1,5 @@
 """A sweep's local Optuna journal (``.yamblab/sweeps/NAME.journal``), checked before Optuna
-opens it.
+opens it and kept whole when a write meets a full disk.
 
 Optuna reads a journal line by line and skips an incomplete last line; on the next write it
 appends after it (gluing the two records into one bad line), and a journal it cannot read at all
@@ -10,12 +10,13 @@ by name, before Optuna opens it, and never written over.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
-from yamblab.errors import DamagedFileError
+from yamblab.errors import DamagedFileError, DiskFullError, is_disk_full
 
 #: What to do with a damaged journal (the end of every refusal).
 _WHAT_TO_DO = "restore it from a backup, or move it aside (mv {p} {p}.damaged) to start the study afresh"
@@ -64,18 +65,44 @@ def check_journal(path: str | Path) -> int:
     return len(lines)
 
 
+class WholeAppends(JournalFileBackend):
+    """Optuna's journal file whose append, on a full disk, is cut back to the file's size before
+    it (only when what the file gained is a prefix of the records being written: another
+    writer's records are never cut) and raises :class:`~yamblab.errors.DiskFullError`."""
+
+    def append_logs(self, logs: list[dict]) -> None:
+        path = Path(self._file_path)
+        size = path.stat().st_size if path.exists() else 0
+        try:
+            super().append_logs(logs)
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            meant = ("\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n").encode()
+            with open(path, "rb") as f:
+                f.seek(size)
+                gained = f.read()
+            if 0 < len(gained) < len(meant) and meant.startswith(gained):
+                os.truncate(path, size)
+            raise DiskFullError(f"disk full: no space left on the device to write the Optuna journal "
+                                f"{path} (the records before are kept as they were)") from None
+
+
 def journal_storage(path: str | Path) -> JournalStorage:
     """An Optuna ``JournalStorage`` on the journal ``path``, checked first (its folder is created).
+
+    An append that meets a full disk leaves the journal as it was before it and raises.
 
     Raises:
         DamagedFileError: a damaged journal (:func:`check_journal`), or one whose records
             Optuna cannot replay.
+        DiskFullError: an append found no space left on the journal's device.
     """
     path = Path(path)
     check_journal(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        return JournalStorage(JournalFileBackend(str(path)))
+        return JournalStorage(WholeAppends(str(path)))
     except (KeyError, ValueError, TypeError, IndexError, AttributeError, AssertionError) as exc:
         raise DamagedFileError(
             f"the Optuna journal {path} is damaged: Optuna cannot replay its records ({type(exc).__name__}: "

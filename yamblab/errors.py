@@ -1,8 +1,9 @@
 """Errors that name a user's mistake.
 
 Every exception a user can provoke with bad input (impossible dice, an unreachable position,
-an illegal action, an unknown variant, a damaged file) derives from :class:`YamblabError`.
-The command line catches these and prints their message without a traceback.
+an illegal action, an unknown variant, a damaged file) or must fix on the machine (a full disk)
+derives from :class:`YamblabError`. The command line catches these and prints their message
+without a traceback.
 """
 
 from __future__ import annotations

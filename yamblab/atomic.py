@@ -9,9 +9,12 @@ lost 40 GPU hours to a checkpoint interrupted mid-save).
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
+
+from yamblab.errors import DiskFullError
 
 
 def _umask() -> int:
@@ -36,6 +39,11 @@ def atomic_write(path: str | Path, chunks) -> Path:
 
     Returns:
         the path written.
+
+    Raises:
+        DiskFullError: no space left on the folder's device (or the disk quota spent); the
+            message names ``path`` and says the old file is kept.
+        OSError: any other failure to write.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,9 +60,12 @@ def atomic_write(path: str | Path, chunks) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            kept = "the file there before is kept as it was" if path.exists() else "nothing was written"
+            raise DiskFullError(f"disk full: no space left on the device to write {path} ({kept})") from None
         raise
     try:
         dfd = os.open(path.parent, os.O_RDONLY)

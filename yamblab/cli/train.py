@@ -9,7 +9,7 @@ import typer
 
 from yamblab.cli.common import _parse_sets
 from yamblab.cli.user_errors import user_errors
-from yamblab.errors import YamblabError
+from yamblab.errors import DiskFullError, YamblabError
 
 
 @user_errors
@@ -83,6 +83,8 @@ def train(
         if reached:
             typer.echo(reached)
         typer.echo(f"checkpoint: {out['files'][0]}\nsee the runs: {tracker.ui_command()}")
+    except DiskFullError as exc:
+        raise DiskFullError(f"{exc}. {_kept(run, run_dir, bool(resume))}") from None
     except KeyboardInterrupt:
         typer.echo(f"\ninterrupted: the last checkpoint is kept; resume with: yamblab train --resume {run_dir}",
                    err=True)
@@ -94,3 +96,21 @@ def train(
             import ray
 
             ray.shutdown()
+
+
+def _kept(run, run_dir: Path, resumed: bool) -> str:
+    """What a run stopped by a full disk keeps, and the command that carries it on (its MLflow
+    run is marked failed where the store still takes the write)."""
+    from yamblab.training.runtime import CHECKPOINT
+
+    if run is not None and run.run_id:
+        try:
+            run.tracker.end_run(run.run_id, "FAILED")
+        except Exception:  # noqa: BLE001 - best effort: the store may be on the full disk
+            pass
+    done = run.checkpointed if run is not None else None
+    if done is None and not resumed:
+        return "No checkpoint was written yet: free some space, then start the run again"
+    at = f" (iteration {done})" if done is not None else ""
+    return (f"The last good checkpoint {run_dir / CHECKPOINT}{at} is kept: free some space, then resume "
+            f"with: yamblab train --resume {run_dir}")

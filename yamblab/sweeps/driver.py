@@ -196,12 +196,9 @@ class Sweep:
 
         storage = self.spec.storage_url()
         if isinstance(storage, str) and storage.startswith("journal:"):
-            from optuna.storages import JournalStorage
-            from optuna.storages.journal import JournalFileBackend
+            from yamblab.sweeps.journal import journal_storage
 
-            path = Path(storage[len("journal:"):])
-            path.parent.mkdir(parents=True, exist_ok=True)
-            storage = JournalStorage(JournalFileBackend(str(path)))
+            storage = journal_storage(storage[len("journal:"):])   # a damaged journal is refused by name
         else:   # a database: parallel writers, connections checked before use
             try:
                 storage = optuna.storages.RDBStorage(storage, engine_kwargs={"pool_pre_ping": True})
@@ -343,7 +340,14 @@ class Sweep:
         return cfg, name
 
     def run(self) -> list[dict]:
-        """Run every pending trial and return the result table rows."""
+        """Run every pending trial and return the result table rows.
+
+        Raises:
+            DamagedFileError: a damaged Optuna journal (:mod:`yamblab.sweeps.journal`), refused
+                before anything is written to it.
+            DiskFullError: the driver's write to the journal or to MLflow found no space left
+                (a journal record is never left cut short).
+        """
         import ray
 
         study = self._study()

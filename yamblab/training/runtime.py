@@ -17,11 +17,15 @@ A checkpoint (learner, EMA, optimiser, replay buffer, iteration and game counter
 history) is written atomically between iterations, every ``runtime.checkpoint_minutes`` (0:
 after every iteration) and after the last one, so a killed driver resumes where the checkpoint
 stopped: same iteration count, buffer restored, no game counted twice (the games of the
-batches that were playing ahead are played again, with the same dice).
+batches that were playing ahead are played again, with the same dice). Every file of the run
+folder is written atomically: a write that meets a full disk raises
+:class:`~yamblab.errors.DiskFullError` naming the file, and the last checkpoint written whole
+stays as it was (:attr:`TrainingRun.checkpointed` says its iteration).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import math
@@ -30,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from yamblab.atomic import atomic_write
 from yamblab.errors import ConfigError, YamblabError
 from yamblab.oracle.registry import has_table
 from yamblab.training.config import Resources, RunConfig, RuntimeConfig, learner_gpus, resolve_resources
@@ -505,7 +510,9 @@ class TrainingRun:
             if "branch_iteration" in state:
                 self.branch_iteration = int(state["branch_iteration"])
                 self._branch_eval_due = bool(state.get("branch_eval_due")) and not self.evals
-        (self.run_dir / "config.yaml").write_text(cfg.to_yaml())
+        #: the iteration of the last checkpoint written whole (None: none yet)
+        self.checkpointed: int | None = self.iteration if resume else None
+        atomic_write(self.run_dir / "config.yaml", cfg.to_yaml().encode())
         backend = InProcessBackend if cfg.runtime.actors == "in_process" else RayBackend
         self.backend = backend(cfg, learner_state, buffer_state, cpus=cpus)
         if tracker is not None:
@@ -720,6 +727,9 @@ class TrainingRun:
             keep_buffer: False leaves the replay buffer's positions out (a finished sweep
                 trial's checkpoint: most of the file; a run resumed from it starts with an
                 empty buffer).
+
+        Raises:
+            DiskFullError: no space left to write it; the checkpoint before stays whole.
         """
         from yamblab.model.checkpoint import save_checkpoint
 
@@ -739,7 +749,9 @@ class TrainingRun:
         if self.branch_iteration is not None:
             payload["branch_iteration"] = self.branch_iteration
         self._last_checkpoint = time.time()
-        return save_checkpoint(self.run_dir / CHECKPOINT, payload)
+        path = save_checkpoint(self.run_dir / CHECKPOINT, payload)
+        self.checkpointed = self.iteration
+        return path
 
     def progress_fraction(self) -> float:
         """How far the run is, 0 to 1: the larger of the share of ``runtime.iterations`` done
@@ -823,14 +835,16 @@ class TrainingRun:
             figs["regret_breakdown.png"] = plots.regret_breakdown(last["by_decision"], last["by_box"])
         for name, fig in figs.items():
             path = out_dir / name
-            fig.savefig(path, dpi=110)
+            png = io.BytesIO()
+            fig.savefig(png, format="png", dpi=110)
             plots.close(fig)
+            atomic_write(path, png.getvalue())
             files.append(str(path))
         from yamblab.training.summary import run_summary
 
         reached = run_summary(self.evals)
         summary = {**{k: v for k, v in self.history[-1].items() if isinstance(v, (int, float))}, **reached}
-        (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+        atomic_write(out_dir / "summary.json", json.dumps(summary, indent=2).encode())
         files.append(str(out_dir / "summary.json"))
         if self.tracker is not None:
             for f in files:

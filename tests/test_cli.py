@@ -79,3 +79,11 @@ def test_grade_yamb_card_is_paired_with_the_heuristic():
     res = runner.invoke(app, ["grade", "--game", "yamb", "--agent", "greedy", "--games", "20"])
     assert res.exit_code == 0, res.output
     assert "vs heuristic" in res.output and "no exact oracle" in res.output
+
+
+def test_column_optima_is_an_option_of_a_yamb_card_only():
+    for args in (["grade", "--column-optima", "--games", "2"],
+                 ["grade", "--game", "yamb", "--columns", "down", "--column-optima", "--games", "2"]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2 and "--column-optima reports the columns of a Yamb card" in res.output
+        assert "Traceback" not in res.output

@@ -171,3 +171,33 @@ def test_in_process_roles_refuse_a_policy_lag():
                                                                             "runtime.workers": 2}, "workers")]:
         with pytest.raises(ConfigError, match=word):
             load_run_config(ROOT / "configs" / "yahtzee-tiny.yaml", {"runtime.actors": "in_process", **bad})
+
+
+@pytest.mark.slow
+def test_two_iterations_of_jamb_nn_report_paired_differences(ray_cluster, tmp_path):
+    """configs/jamb-cpu.yaml (JambNeuralNetwork's rules), shrunk: two iterations on the shared
+    cluster; a card with no oracle is graded against the heuristic and greedy bots on the same
+    dice, with the policy head alone beside it and the points column by column."""
+    from yamblab.training.config import load_run_config
+    from yamblab.training.runtime import TrainingRun
+
+    cfg = load_run_config(ROOT / "configs" / "jamb-cpu.yaml", {
+        "runtime.run_dir": str(tmp_path / "runs"), "runtime.iterations": 2, "runtime.eval_every": 2,
+        "runtime.eval_games": 6, "runtime.eval_modes": {"none": 6}, "train.games_per_iteration": 2,
+        "train.replay_ratio": 0.5, "model.boundary_hidden": 32})
+    assert cfg.preset == "jamb_nn" and cfg.model.boundary_features == "card_middle"
+    run = TrainingRun(cfg, tmp_path / "run", progress=False)
+    try:
+        last = run.run()[-1]
+        out = run.finish()
+    finally:
+        run.shutdown()
+    assert last["eval.vs_baseline_mean"] == pytest.approx(last["eval.score_mean"] - last["eval.baseline_score_mean"])
+    assert last["eval.vs_baseline_ci_low"] < last["eval.vs_baseline_mean"] < last["eval.vs_baseline_ci_high"]
+    assert np.isfinite(last["eval.vs_greedy_mean"]) and np.isfinite(last["eval.none.vs_baseline_mean"])
+    # what a sweep compares: the points each game scored below the heuristic bot on its dice
+    assert out["loss"] == "points below heuristic" and len(out["per_game_regret"]) == 6
+    assert np.mean(out["per_game_regret"]) == pytest.approx(-last["eval.vs_baseline_mean"])
+    columns = [last[f"eval.column.{k}_mean"] for k in ("down", "free", "up", "announce")]
+    assert sum(columns) == pytest.approx(last["eval.score_mean"])
+    assert 0.0 <= last["eval.announce_fill_rate"] <= 1.0

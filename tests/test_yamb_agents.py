@@ -119,3 +119,25 @@ def test_best_box_over_legal_boxes_equals_the_masked_max():
     dense = np.where(legal[..., None], W[:, :, np.arange(R)[:, None, None], S.transpose(1, 2, 0)], NEG)
     np.testing.assert_array_equal(_best_box(W, S, legal), dense.max(axis=(1, 2)))
     assert (_best_box(W, S, legal)[0] == NEG).all()
+
+
+def test_grade_yamb_splits_the_score_by_column_and_counts_the_announce_column():
+    g = make_game("yamb", preset="croatian")
+    r = grade_yamb(make_agent("greedy", CRO), g, games=30, seed=4, column_optima={"free": 292.5, "hand": 1.0})
+    assert list(r.by_column) == list(CRO.columns)
+    # the columns' totals (bonuses and middle terms inside) add up to the card's, game by game
+    assert sum(r.by_column.values()) == pytest.approx(r.mean)
+    assert r.column_optima == {"free": 292.5}            # a column not on the card is not reported
+    # the announce column's boxes scored above 0, recounted from the final cards
+    b = g.new_batch(30, seed=4)
+    bot = make_agent("greedy", CRO)
+    bot.reset(b)
+    while not b.done.all():
+        b.step(bot.act(b))
+    assert r.announce_fill_rate == pytest.approx(np.mean(b.card[:, CRO.announce_column, :CRO.n_rows] > 0))
+    text = r.format()
+    assert "by column  down" in text and "free " in text and "(alone, optimal: 292.5)" in text
+    assert "announce boxes scored above 0" in text
+    down = make_game("yamb", preset="croatian", columns=["down"])
+    one = grade_yamb(make_agent("greedy", down.rules), down, games=5, seed=0)
+    assert one.announce_fill_rate is None and "by column" not in one.format()

@@ -401,6 +401,10 @@ def eval_payload(report, version: int, seconds: float) -> dict:
         metrics["eval.upper_bonus_rate"] = report.upper_bonus_rate
     if report.yahtzee_rate is not None:
         metrics["eval.yahtzee_rate"] = report.yahtzee_rate
+    if len(report.by_column) > 1:       # a Yamb card: where its points go, column by column
+        metrics.update({f"eval.column.{k}_mean": v for k, v in report.by_column.items()})
+    if report.announce_fill_rate is not None:
+        metrics["eval.announce_fill_rate"] = report.announce_fill_rate
     return {"metrics": metrics, "per_game_regret": per_game, "loss": loss, "scores": report.scores,
             "by_box": report.regret_by_box, "by_decision": report.regret_by_decision,
             "report": report.to_dict()}

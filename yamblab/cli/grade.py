@@ -36,6 +36,10 @@ def grade(
     versus: Optional[str] = typer.Option(None, help="A Yamb card of several columns: the bot it is "
                                                     "compared with on the same dice (heuristic, the "
                                                     "default, greedy or random)."),
+    column_optima: bool = typer.Option(False, "--column-optima", help="A Yamb card: also solve each "
+                                       "of its down, up and free columns played alone and print its "
+                                       "optimal score beside the agent's points in that column (a minute "
+                                       "or so per column)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ):
     """Play seeded games with an agent and grade every decision against the exact oracle.
@@ -98,6 +102,12 @@ def grade(
 
         grading["table"] = options["table"] = OracleTable.get(g.rules)
     a = make_agent(agent, g, seed=seed, **options)
+    if column_optima:
+        if g.name != "yamb" or len(g.rules.columns) < 2:
+            raise YamblabError("--column-optima reports the columns of a Yamb card of several columns")
+        from yamblab.oracle.yamb.oracles import column_optima as optima
+
+        grading["column_optima"] = optima(g.rules)
     if not g.solved:
         grading["baseline"] = make_agent(versus or "heuristic", g, seed=seed)
     report = grade_game(a, g, games=games, seed=seed, **grading)

@@ -38,6 +38,11 @@ class GradeReport:
     scores on the same dice, e.g. ``"greedy"``) to the same paired comparison, (mean, low, high)
     points. ``upper_bonus_rate`` is the share of upper bonuses reached (None
     under rules without one); ``yahtzee_rate`` is Yahtzee's alone (None for Yamb).
+    ``by_column`` (Yamb) is each column's mean points a game (its total with bonuses and middle
+    term), keyed by column kind; ``column_optima`` the optimal expected score of the same column
+    played alone (a yardstick where an exact oracle exists: down, up, free); and
+    ``announce_fill_rate`` the share of the announce column's boxes scored above 0 (None
+    without one).
     """
 
     agent: str
@@ -64,6 +69,9 @@ class GradeReport:
     diff_ci: tuple[float, float] | None = None
     baseline_scores: np.ndarray | None = field(default=None, repr=False)
     versus: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    by_column: dict[str, float] = field(default_factory=dict)
+    column_optima: dict[str, float] = field(default_factory=dict)
+    announce_fill_rate: float | None = None
 
     @property
     def has_regret(self) -> bool:
@@ -97,6 +105,12 @@ class GradeReport:
             lines.append(f"  vs {self.baseline_agent:<8s} {self.diff_mean:+8.2f} points/game  95% CI "
                          f"[{self.diff_ci[0]:+.2f}, {self.diff_ci[1]:+.2f}] (paired on the same dice; "
                          f"{self.baseline_agent} mean {self.baseline_mean:.2f})")
+        if len(self.by_column) > 1:
+            lines.append("  by column  " + "  ".join(
+                f"{k} {v:.1f}" + (f" (alone, optimal: {self.column_optima[k]:.1f})" if k in self.column_optima else "")
+                for k, v in self.by_column.items()))
+        if self.announce_fill_rate is not None:
+            lines.append(f"             announce boxes scored above 0: {100 * self.announce_fill_rate:.1f}%")
         if not self.has_regret:
             lines.append("  regret     (no exact oracle for this card)")
             return "\n".join(lines)

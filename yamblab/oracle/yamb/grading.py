@@ -64,7 +64,8 @@ def column_regrets(oracle, batch, actions: np.ndarray) -> np.ndarray:
 
 def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0, oracle=None,
                baseline=None, baseline_scores: np.ndarray | None = None,
-               yardsticks: dict[str, np.ndarray] | None = None, progress: bool = False) -> GradeReport:
+               yardsticks: dict[str, np.ndarray] | None = None, progress: bool = False,
+               column_optima: dict[str, float] | None = None) -> GradeReport:
     """Play ``games`` seeded Yamb games with ``agent`` and grade them.
 
     Args:
@@ -78,6 +79,9 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
         yardsticks: further paired comparisons on the same dice: name -> that agent's scores
             on these games, float (games,); each fills ``report.versus[name]``.
         progress: a progress bar over games.
+        column_optima: each column kind's optimal expected score played alone (points;
+            :func:`~yamblab.oracle.yamb.oracles.column_optima`), reported beside the agent's
+            mean points in that column.
 
     Returns:
         :class:`~yamblab.oracle.report.GradeReport` (game ``"yamb"``): regret per game, by
@@ -100,7 +104,8 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
     names = decision_names(rules)
     by_decision = np.zeros(len(names))
     by_row = np.zeros(rules.n_rows)
-    scores, regrets, bonus = [], [], []
+    scores, regrets, bonus, columns, announce = [], [], [], [], []
+    ann = rules.announce_column
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -126,6 +131,9 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
                 g_reg += r
             b.step(a)
         scores.append(b.total.astype(np.float64))
+        columns.append(np.asarray(b.col_total, np.float64)[:, :rules.n_columns])
+        if ann >= 0:
+            announce.append(np.asarray(b.card)[:, ann, :rules.n_rows] > 0)
         bonus.append(game.bonus_reached(b))
         regrets.append(g_reg)
         if bar is not None:
@@ -149,7 +157,10 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
         regret_by_decision={k: float(v / games) for k, v in zip(names, by_decision)} if oracle else {},
         regret_by_box={ROW_LABELS[rules.rows[i]]: float(by_row[i] / games) for i in range(rules.n_rows)}
         if oracle else {},
-        scores=s, regrets=g, game="yamb")
+        scores=s, regrets=g, game="yamb",
+        by_column={k: float(v) for k, v in zip(rules.columns, np.concatenate(columns).mean(axis=0))},
+        column_optima={k: float(v) for k, v in (column_optima or {}).items() if k in rules.columns},
+        announce_fill_rate=float(np.concatenate(announce).mean()) if announce else None)
     if baseline is not None or baseline_scores is not None:
         if baseline_scores is None:
             baseline_scores = play_scores(baseline, game, games, seed, first_game)

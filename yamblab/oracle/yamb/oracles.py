@@ -41,4 +41,21 @@ def column_oracle(rules: YambRules):
     return ColumnOracle(base, rules.columns[0])
 
 
-__all__ = ["column_oracle"]
+def column_optima(rules: YambRules) -> dict[str, float]:
+    """The optimal expected score of each column of ``rules``'s card that an oracle solves
+    (down, up, free), each played alone under the same rules: a yardstick for the points an
+    agent of the whole card makes in that column (the card's other columns give it choices a
+    column alone lacks, so it can beat it). Solves each column (seconds to minutes; not cached).
+
+    Returns:
+        column kind → expected points of a new single-column game, float.
+    """
+    out = {}
+    for kind in rules.columns:
+        if kind in ("down", "up", "free"):
+            one = rules.replace(columns=(kind,), name=f"{rules.name}[{kind}]", announce_compulsory="rest_full")
+            out[kind] = float(column_oracle(one).state_value([-1] * rules.n_rows))
+    return out
+
+
+__all__ = ["column_oracle", "column_optima"]

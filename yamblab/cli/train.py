@@ -53,15 +53,17 @@ def train(
         if config is None:
             raise YamblabError("give --config configs/NAME.yaml (or --resume RUN)")
         cfg = load_run_config(config, _parse_sets(set_))
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        run_dir = _new_folder(Path(cfg.runtime.run_dir) / f"{cfg.name}-{stamp}")
+    tracker = Tracker(tracking_uri or cfg.tracking.uri, cfg.tracking.experiment)     # a bad store stops here
+    if not resume:
         from yamblab.atomic import atomic_write
 
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        run_dir = _new_folder(Path(cfg.runtime.run_dir) / f"{cfg.name}-{stamp}")
         atomic_write(run_dir / "config.yaml", cfg.to_yaml().encode())
-    # said first: from here on, whenever the run stops, this command carries it on
+    resumed = (run_dir / CHECKPOINT).exists()
+    # said before any work: from here on, whenever the run stops, this command carries it on
     typer.echo(f"run {run_dir} (iteration {iteration} of {cfg.runtime.iterations}); "
                f"resume with: yamblab train --resume {run_dir}")
-    tracker = Tracker(tracking_uri or cfg.tracking.uri, cfg.tracking.experiment)
     # roles that all live in this process (runtime.actors: in_process) need no Ray cluster
     started = cfg.runtime.actors == "ray" or address is not None
     if started:
@@ -70,7 +72,7 @@ def train(
         init_ray(address)
     run = None
     try:
-        run = TrainingRun(cfg, run_dir, resume=(run_dir / CHECKPOINT).exists(), tracker=tracker)
+        run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker)
         rt = cfg.runtime
         typer.echo(f"resources: {run.backend.resources.describe()}\n"
                    f"loop: self-play plays up to {rt.max_policy_lag} weight version(s) ahead of the learner; "
@@ -95,7 +97,7 @@ def train(
             typer.echo(reached)
         typer.echo(f"checkpoint: {out['files'][0]}\nsee the runs: {tracker.ui_command()}")
     except DiskFullError as exc:
-        raise DiskFullError(f"{exc}. {_kept(run, run_dir, bool(resume))}") from None
+        raise DiskFullError(f"{exc}. {_kept(run, run_dir, iteration if resumed else None)}") from None
     except KeyboardInterrupt:
         typer.echo(f"\ninterrupted: the last checkpoint is kept; resume with: yamblab train --resume {run_dir}",
                    err=True)
@@ -110,9 +112,11 @@ def train(
             ray.shutdown()
 
 
-def _kept(run, run_dir: Path, resumed: bool) -> str:
+def _kept(run, run_dir: Path, checkpointed: int | None) -> str:
     """What a run stopped by a full disk keeps, and the command that carries it on (its MLflow
-    run is marked failed where the store still takes the write)."""
+    run is marked failed where the store still takes the write). ``checkpointed``: the
+    iteration of the checkpoint the run started from (None: none), for a run stopped before it
+    was made."""
     from yamblab.training.runtime import CHECKPOINT
 
     if run is not None and run.run_id:
@@ -120,12 +124,11 @@ def _kept(run, run_dir: Path, resumed: bool) -> str:
             run.tracker.end_run(run.run_id, "FAILED")
         except Exception:  # noqa: BLE001 - best effort: the store may be on the full disk
             pass
-    done = run.checkpointed if run is not None else None
-    if done is None and not resumed:
-        return "No checkpoint was written yet: free some space, then start the run again"
-    at = f" (iteration {done})" if done is not None else ""
-    return (f"The last good checkpoint {run_dir / CHECKPOINT}{at} is kept: free some space, then resume "
-            f"with: yamblab train --resume {run_dir}")
+    done = run.checkpointed if run is not None else checkpointed
+    if done is None:
+        return f"No checkpoint was written yet: free some space, then start it again with: yamblab train --resume {run_dir}"
+    return (f"The last good checkpoint {run_dir / CHECKPOINT} (iteration {done}) is kept: free some space, then "
+            f"resume with: yamblab train --resume {run_dir}")
 
 
 def _resumable(run_dir: Path) -> bool:

@@ -309,6 +309,7 @@ class Tracker:
                                        max_results=limit, order_by=["attributes.start_time DESC"])
         return [(r.info.run_id, r.info.status) for r in runs]
 
+    @_writes("marking the run as running again")
     def reopen(self, run_id: str) -> None:
         """Mark a run taken over from an earlier driver as running again."""
         self._put(("status", run_id, "RUNNING"))

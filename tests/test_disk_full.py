@@ -196,8 +196,8 @@ def test_a_run_stopped_by_a_full_disk_keeps_its_checkpoint_and_resumes(tmp_path,
 
         filler = fill(store)
         assert stopped(_train(*again, cwd=tmp_path)) == (
-            f"error: disk full: no space left on the device to write the MLflow database {db} (logging metrics). "
-            + kept)
+            f"error: disk full: no space left on the device to write the MLflow database {db} (marking the run as "
+            "running again). " + kept)
         filler.unlink()
 
         filler = fill(disk, leave=len(first) // 4)      # room for the small files, not the next checkpoint

@@ -100,6 +100,23 @@ def test_ema_is_updated_after_every_optimiser_step(samples):
     assert version == steps + 1 and set(weights) == set(learner.net.state_dict())
 
 
+def test_a_learner_restored_from_its_state_trains_as_the_unbroken_one(samples, tmp_path):
+    """The minibatch order is in the learner's state: a run resumed from a checkpoint draws the
+    minibatches (so the weights) an unbroken run draws."""
+    s, _ = samples
+    cfg = TrainConfig(batch_size=32)
+    straight = Learner(TINY, cfg)
+    straight.train_iteration(s, health=False)
+    resumed = Learner(TINY, cfg)
+    resumed.load_state_dict(load_checkpoint(save_checkpoint(tmp_path / "c.pt", straight.state_dict())))
+    straight.train_iteration(s, health=False)
+    resumed.train_iteration(s, health=False)
+    for k, v in straight.net.state_dict().items():
+        assert torch.equal(v, resumed.net.state_dict()[k]), k
+    old = {k: v for k, v in straight.state_dict().items() if k != "rng"}    # a checkpoint from before
+    Learner(TINY, cfg).load_state_dict(old)
+
+
 def test_training_lowers_the_loss_on_a_fixed_batch(samples):
     s, _ = samples
     learner = Learner(TINY, TrainConfig(batch_size=len(s), lr=3e-3, entropy_coef=0.0))

@@ -81,3 +81,44 @@ def test_damaged_checkpoint_is_refused_by_grade(tmp_path):
     res = CliRunner().invoke(app, ["grade", "--checkpoint", str(tmp_path / "nope.pt")])
     assert res.exit_code == 2 and "no checkpoint" in res.output
     assert issubclass(DamagedFileError, Exception)
+
+
+@pytest.mark.slow
+def test_a_run_carried_on_after_its_driver_died_logs_what_an_unbroken_run_logs(tmp_path, tiny_config):
+    """In process, no Ray: a driver that dies after creating its MLflow run but before its first
+    checkpoint, and one that dies after an iteration, leave one MLflow run that ends with the
+    unbroken run's metrics, each step logged once (the minibatch order and the history carry on)."""
+    from yamblab.training.config import apply_overrides
+    from yamblab.training.runtime import TrainingRun
+    from yamblab.training.tracking import Tracker
+
+    cfg = apply_overrides(tiny_config, {"runtime.actors": "in_process", "runtime.max_policy_lag": 0,
+                                        "runtime.iterations": 2, "runtime.eval_games": 4,
+                                        "train.games_per_iteration": 4}, "test")
+
+    def logged(tracker, run_id):
+        out = {}
+        for key in tracker.client.get_run(run_id).data.metrics:
+            steps = [(m.step, m.value) for m in tracker.client.get_metric_history(run_id, key)]
+            assert len({s for s, _ in steps}) == len(steps), f"{key} logged twice: {steps}"
+            if not any(w in key for w in ("seconds", "minutes", "_per_s", "time.", "utilisation.")):
+                out[key] = sorted(steps)
+        return out
+
+    straight = TrainingRun(cfg, tmp_path / "a", tracker=Tracker(f"sqlite:///{tmp_path / 'a.db'}"), progress=False)
+    straight.run()
+    straight.finish()
+    want = logged(straight.tracker, straight.run_id)
+
+    uri = f"sqlite:///{tmp_path / 'b.db'}"
+    TrainingRun(cfg, tmp_path / "b", tracker=Tracker(uri), progress=False)        # dies before a checkpoint
+    first = TrainingRun(cfg, tmp_path / "b", tracker=Tracker(uri), progress=False)
+    first.step()                                                                  # dies after an iteration
+    run = TrainingRun(cfg, tmp_path / "b", resume=True, tracker=Tracker(uri), progress=False)
+    assert run.iteration == 1 and run.run_id == first.run_id
+    run.run()
+    run.finish()
+    tracker = run.tracker
+    assert [r.info.run_id for r in tracker.client.search_runs([tracker.experiment_id])] == [run.run_id]
+    assert tracker.client.get_run(run.run_id).info.status == "FINISHED"
+    assert logged(tracker, run.run_id) == want

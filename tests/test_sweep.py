@@ -146,6 +146,37 @@ def test_resume_plan_after_an_edited_spec(tmp_path, monkeypatch):
     assert config_digest(cfg.model_copy(update={"train": cfg.train.model_copy(update={"lr": 0.5})})) != config_digest(cfg)
 
 
+def test_runs_a_killed_driver_left_are_carried_on_not_doubled(tmp_path, monkeypatch):
+    """A driver killed after it created the sweep's and a trial's MLflow runs but before the
+    study held their ids: the next driver carries on in those runs instead of making new ones
+    (no Ray). And a trial the study has finished whose run a killed driver left running is
+    ended."""
+    import optuna
+
+    from yamblab.sweeps.driver import Slot, Sweep
+
+    monkeypatch.chdir(tmp_path)
+    spec, base = load_sweep(ROOT / "experiments" / "test-sweep.yaml", storage=str(tmp_path / "s.journal"))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    first = Sweep(spec, base, tracking_uri=uri, progress=False)
+    parent = first._parent_run(optuna.create_study(direction="minimize"))
+    slot = Slot("baseline/seed0", {"arm": "baseline", "seed": 0})
+    first._open_trial(optuna.create_study(direction="minimize"), parent, slot)
+
+    study = optuna.create_study(direction="minimize")      # a study that never learned their ids
+    again = Sweep(spec, base, tracking_uri=uri, progress=False)
+    assert again._parent_run(study) == parent == study.user_attrs["mlflow_parent_run_id"]
+    slot2 = Slot("baseline/seed0", {"arm": "baseline", "seed": 0})
+    again._open_trial(study, parent, slot2)
+    assert slot2.run_id == slot.run_id
+    client = again.tracker.client
+    assert len(client.search_runs([again.tracker.experiment_id])) == 2
+    study.tell(slot2.trial, 1.0)        # killed right after telling Optuna
+    assert client.get_run(slot.run_id).info.status == "RUNNING"
+    again._end_finished_runs(study)
+    assert client.get_run(slot.run_id).info.status == "FINISHED"
+
+
 def test_bad_sweep_file_is_refused_with_the_key_named(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(f"name: x\nkind: grid\nbase: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}\n"

@@ -4,13 +4,17 @@ The file is created with the mode of any file the user writes (0666 less the uma
 cache folder shared by a team can be read by all of it.
 
 A reader sees either the old file or the whole new one, never a half-written file (YoloYamb
-lost 40 GPU hours to a checkpoint interrupted mid-save).
+lost 40 GPU hours to a checkpoint interrupted mid-save). A writer killed mid-write (``kill -9``)
+leaves its temporary file behind; the next write of the same file removes it (the temporary
+file's name says the host and process that wrote it, so only a dead writer's is removed).
 """
 
 from __future__ import annotations
 
 import errno
+import glob
 import os
+import socket
 import tempfile
 from pathlib import Path
 
@@ -31,11 +35,38 @@ def _umask() -> int:
     return mask
 
 
+def _prefix(path: Path) -> str:
+    """The start of the name of this process's temporary files for ``path``."""
+    return f".{path.name}.{socket.gethostname()}-{os.getpid()}."
+
+
+def _remove_dead_writers_files(path: Path) -> None:
+    """Remove the temporary files of ``path`` that a killed writer on this host left behind."""
+    mine = f".{path.name}.{socket.gethostname()}-"
+    for tmp in glob.glob(os.path.join(glob.escape(str(path.parent)), f".{glob.escape(path.name)}.*.tmp")):
+        name = os.path.basename(tmp)
+        pid = name[len(mine):].split(".", 1)[0] if name.startswith(mine) else ""
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue                  # its writer is still at work
+        except ProcessLookupError:
+            pass
+        except OSError:               # another user's process: alive
+            continue
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
 def atomic_write(path: str | Path, chunks) -> Path:
     """Write the bytes of ``chunks`` (one ``bytes`` or an iterable of them) to ``path`` atomically.
 
     The folder is created if needed. On any error the temporary file is removed and the old
-    file, if any, is left as it was.
+    file, if any, is left as it was; temporary files of ``path`` left by killed writers on this
+    host are removed first.
 
     Returns:
         the path written.
@@ -49,7 +80,8 @@ def atomic_write(path: str | Path, chunks) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(chunks, (bytes, bytearray, memoryview)):
         chunks = [chunks]
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    _remove_dead_writers_files(path)
+    fd, tmp = tempfile.mkstemp(prefix=_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         # mkstemp makes the file 0600; a cache or checkpoint is shared like any file the user
         # writes: 0666 less the umask (0644 under the usual 022).

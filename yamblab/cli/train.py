@@ -27,39 +27,52 @@ def train(
     from yamblab.training.config import apply_overrides, load_run_config
     from yamblab.training.tracking import Tracker
 
+    iteration = 0
     if resume:
+        import yaml
+
         from yamblab.model.checkpoint import load_checkpoint
         from yamblab.training.config import RunConfig
         from yamblab.training.configio import validate
 
         run_dir = Path(resume)
-        if not (run_dir / CHECKPOINT).exists():
+        if not _resumable(run_dir):
             base = load_run_config(config).runtime.run_dir if config else "runs"
             run_dir = Path(base) / resume
-        if not (run_dir / CHECKPOINT).exists():
+        if not _resumable(run_dir):
             raise YamblabError(f"no run to resume at {resume} (looked for {run_dir / CHECKPOINT})")
-        import yaml
-
-        cfg = validate(RunConfig, yaml.safe_load(load_checkpoint(run_dir / CHECKPOINT)["config"]),
-                       str(run_dir / CHECKPOINT))
+        if (run_dir / CHECKPOINT).exists():
+            state = load_checkpoint(run_dir / CHECKPOINT)
+            text, source, iteration = state["config"], str(run_dir / CHECKPOINT), int(state["iteration"])
+        else:      # killed before its first checkpoint: the run starts again in its folder
+            text, source = (run_dir / "config.yaml").read_text(), str(run_dir / "config.yaml")
+        cfg = validate(RunConfig, yaml.safe_load(text), source)
         if set_:
             cfg = apply_overrides(cfg, _parse_sets(set_), "--set")
     else:
         if config is None:
             raise YamblabError("give --config configs/NAME.yaml (or --resume RUN)")
         cfg = load_run_config(config, _parse_sets(set_))
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        run_dir = Path(cfg.runtime.run_dir) / f"{cfg.name}-{stamp}"
-    tracker = Tracker(tracking_uri or cfg.tracking.uri, cfg.tracking.experiment)
-    from yamblab.actors.cluster import init_ray
+    tracker = Tracker(tracking_uri or cfg.tracking.uri, cfg.tracking.experiment)     # a bad store stops here
+    if not resume:
+        from yamblab.atomic import atomic_write
 
-    init_ray(address)
-    started = True
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        run_dir = _new_folder(Path(cfg.runtime.run_dir) / f"{cfg.name}-{stamp}")
+        atomic_write(run_dir / "config.yaml", cfg.to_yaml().encode())
+    resumed = (run_dir / CHECKPOINT).exists()
+    # said before any work: from here on, whenever the run stops, this command carries it on
+    typer.echo(f"run {run_dir} (iteration {iteration} of {cfg.runtime.iterations}); "
+               f"resume with: yamblab train --resume {run_dir}")
+    # roles that all live in this process (runtime.actors: in_process) need no Ray cluster
+    started = cfg.runtime.actors == "ray" or address is not None
+    if started:
+        from yamblab.actors.cluster import init_ray
+
+        init_ray(address)
     run = None
     try:
-        run = TrainingRun(cfg, run_dir, resume=bool(resume), tracker=tracker)
-        typer.echo(f"run {run_dir} (iteration {run.iteration} of {cfg.runtime.iterations}); "
-                   f"resume with: yamblab train --resume {run_dir}")
+        run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker)
         rt = cfg.runtime
         typer.echo(f"resources: {run.backend.resources.describe()}\n"
                    f"loop: self-play plays up to {rt.max_policy_lag} weight version(s) ahead of the learner; "
@@ -84,7 +97,7 @@ def train(
             typer.echo(reached)
         typer.echo(f"checkpoint: {out['files'][0]}\nsee the runs: {tracker.ui_command()}")
     except DiskFullError as exc:
-        raise DiskFullError(f"{exc}. {_kept(run, run_dir, bool(resume))}") from None
+        raise DiskFullError(f"{exc}. {_kept(run, run_dir, iteration if resumed else None)}") from None
     except KeyboardInterrupt:
         typer.echo(f"\ninterrupted: the last checkpoint is kept; resume with: yamblab train --resume {run_dir}",
                    err=True)
@@ -92,15 +105,18 @@ def train(
             tracker.end_run(run.run_id, "KILLED")
         raise typer.Exit(130) from None
     finally:
+        tracker.close(backfill=f"yamblab train --resume {run_dir}")
         if started:
             import ray
 
             ray.shutdown()
 
 
-def _kept(run, run_dir: Path, resumed: bool) -> str:
+def _kept(run, run_dir: Path, checkpointed: int | None) -> str:
     """What a run stopped by a full disk keeps, and the command that carries it on (its MLflow
-    run is marked failed where the store still takes the write)."""
+    run is marked failed where the store still takes the write). ``checkpointed``: the
+    iteration of the checkpoint the run started from (None: none), for a run stopped before it
+    was made."""
     from yamblab.training.runtime import CHECKPOINT
 
     if run is not None and run.run_id:
@@ -108,9 +124,29 @@ def _kept(run, run_dir: Path, resumed: bool) -> str:
             run.tracker.end_run(run.run_id, "FAILED")
         except Exception:  # noqa: BLE001 - best effort: the store may be on the full disk
             pass
-    done = run.checkpointed if run is not None else None
-    if done is None and not resumed:
-        return "No checkpoint was written yet: free some space, then start the run again"
-    at = f" (iteration {done})" if done is not None else ""
-    return (f"The last good checkpoint {run_dir / CHECKPOINT}{at} is kept: free some space, then resume "
-            f"with: yamblab train --resume {run_dir}")
+    done = run.checkpointed if run is not None else checkpointed
+    if done is None:
+        return f"No checkpoint was written yet: free some space, then start it again with: yamblab train --resume {run_dir}"
+    return (f"The last good checkpoint {run_dir / CHECKPOINT} (iteration {done}) is kept: free some space, then "
+            f"resume with: yamblab train --resume {run_dir}")
+
+
+def _resumable(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a run to carry on: its checkpoint, or the config of a run
+    stopped before its first checkpoint."""
+    from yamblab.training.runtime import CHECKPOINT
+
+    return (run_dir / CHECKPOINT).exists() or (run_dir / "config.yaml").is_file()
+
+
+def _new_folder(path: Path) -> Path:
+    """Create a new run folder at ``path`` (``path-2``, ``-3``, … when a run started in the same
+    second has it)."""
+    for n in range(1, 1000):
+        cand = path if n == 1 else path.with_name(f"{path.name}-{n}")
+        try:
+            cand.mkdir(parents=True)
+            return cand
+        except FileExistsError:
+            continue
+    raise YamblabError(f"cannot make a new run folder next to {path}: too many runs started at once")

@@ -169,7 +169,8 @@ class Learner:
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
-        """Everything a checkpoint needs (plain types and tensors)."""
+        """Everything a checkpoint needs (plain types and tensors), the minibatch generator's
+        state included, so that a resumed run draws the minibatches an unbroken run draws."""
         return {
             "model_config": self.model_cfg.model_dump(),
             "train_config": self.cfg.model_dump(),
@@ -180,6 +181,7 @@ class Learner:
             "iteration": self.iteration,
             "ema_updates": self.ema.updates,
             "samples_trained": self.samples_trained,
+            "rng": self.rng.bit_generator.state,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -195,3 +197,5 @@ class Learner:
         self.iteration = int(state["iteration"])
         self.ema.updates = int(state.get("ema_updates", 0))
         self.samples_trained = int(state.get("samples_trained", 0))
+        if state.get("rng"):      # the minibatch order carries on (older checkpoints: reseeded)
+            self.rng.bit_generator.state = state["rng"]

@@ -219,6 +219,8 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
 
     state = state if state is not None else load_checkpoint(base_checkpoint)
     learner = adapt_learner_state(state["learner"], cfg.model, seed=cfg.train.seed)
+    # the trial's minibatch order comes from its own seed, not from where the base's stood
+    learner = {k: v for k, v in learner.items() if k != "rng"}
     learner = {**learner, "train_config": cfg.train.model_dump()}
     # the optimiser's own settings that the trial's config sets (AdamW keeps its weight decay in
     # its saved state; the learning rate is set at every iteration from the trial's schedule)

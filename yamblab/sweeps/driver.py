@@ -225,12 +225,15 @@ class Sweep:
                 if self.spec.kind == "grid" else f"base {self.base.train.seed}",
                 "yamblab.evaluation_seed": self.base.runtime.eval_seed,
                 "yamblab.evaluation_games": self.base.runtime.eval_games}
-        rid = study.user_attrs.get("mlflow_parent_run_id")
+        # a driver killed between creating the parent run and writing its id left it unfinished
+        rid = study.user_attrs.get("mlflow_parent_run_id") or self.tracker.find_run(
+            {"yamblab.kind": "sweep", "yamblab.sweep": self.spec.name})
         if rid:
             try:
                 self.tracker.client.get_run(rid)
                 self.tracker.client.update_run(rid, status="RUNNING")
                 self.tracker.set_tags(rid, tags)
+                study.set_user_attr("mlflow_parent_run_id", rid)
                 return rid
             except Exception:  # noqa: BLE001 - a store that lost the run gets a new parent
                 pass
@@ -355,6 +358,7 @@ class Sweep:
         plan = self.plan(study)
         self.plan_text = plan.describe(self.spec.name)
         self._say(self.plan_text)
+        self._end_finished_runs(study)
         if not plan.fresh_start:
             n = int(study.user_attrs.get("resumes", 0)) + 1
             study.set_user_attr("resumes", n)
@@ -375,7 +379,20 @@ class Sweep:
             if started_ray:
                 ray.shutdown()
         rows = self._results(study, parent)
+        self.tracker.close()
         return rows
+
+    def _end_finished_runs(self, study) -> None:
+        """End the MLflow runs of finished trials that a driver killed between telling Optuna and
+        ending the run left running (their records were all logged before)."""
+        import optuna
+
+        TS = optuna.trial.TrialState
+        end = {t.user_attrs.get("mlflow_run_id"): "FINISHED" if t.state == TS.COMPLETE else "KILLED"
+               for t in study.trials if t.state in (TS.COMPLETE, TS.PRUNED)}
+        for run_id, status in self.tracker.unfinished_runs({"yamblab.sweep": self.spec.name, "yamblab.kind": "trial"}):
+            if status == "RUNNING" and run_id in end:
+                self.tracker.end_run(run_id, end[run_id])
 
     # -- a branched sweep's base
     def base_run_dir(self) -> Path | None:
@@ -465,6 +482,8 @@ class Sweep:
         if self.spec.kind == "grid":
             tags["yamblab.arm"] = slot.params["arm"]
         run_id = None
+        if not slot.run_id:    # a driver killed before it wrote the trial's run id left the run unfinished
+            slot.run_id = self.tracker.find_run({"yamblab.kind": "trial", "yamblab.run_dir": str(run_dir)})
         if slot.run_id:   # an interrupted trial carries on in its own MLflow run
             try:
                 self.tracker.client.get_run(slot.run_id)

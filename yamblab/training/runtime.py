@@ -520,22 +520,50 @@ class TrainingRun:
 
     # -- tracking
     def _start_tracking(self) -> None:
+        """The run's MLflow run: the one its checkpoint names, else the unfinished one tagged with
+        its folder (a driver killed before its first checkpoint made it), else a new one. A run
+        taken over gets what it lacks of the checkpoint's history (the tracker sends only the
+        steps the store does not have)."""
         from yamblab.training.tracking import code_version
 
+        where = str(self.run_dir.absolute())
+        if not self.run_id:
+            self.run_id = self.tracker.find_run({"yamblab.run_dir": where})
         if self.run_id:
             try:
                 self.tracker.client.get_run(self.run_id)
-                return
             except Exception:  # noqa: BLE001 - a lost run gets a new one
                 self.run_id = None
+            else:
+                self.tracker.reopen(self.run_id)
+                self._log_history()
+                return
         self.run_id = self.tracker.start_run(
             self.cfg.name, params=self.cfg.model_dump(mode="json"),
             tags={"yamblab.kind": "train", "yamblab.code_version": code_version(),
                   "yamblab.resources": self.backend.resources.describe(), "yamblab.machine": machine_description(),
                   "yamblab.rules_hash": self.cfg.rules_obj.digest, "yamblab.preset": self.cfg.preset,
-                  "yamblab.run_dir": str(self.run_dir), **self._tags},
+                  "yamblab.run_dir": where, **self._tags},
             parent_run_id=self._parent_run_id)
         self.tracker.log_text(self.run_id, self.cfg.to_yaml(), "config.yaml")
+
+    def _log_history(self) -> None:
+        """Log the history's metrics as :meth:`step` and the evaluations do (what the store has
+        already is not sent again)."""
+        for h in self.history:
+            nums = {k: v for k, v in h.items() if isinstance(v, (int, float))}
+            self._log(nums, int(h["iteration"]))
+
+    def _log(self, metrics: dict, step: int) -> None:
+        """Log an iteration's metrics at ``step``: its training figures, then its evaluation's
+        (``eval.*``) if it has one."""
+        if self.tracker is None:
+            return
+        train = {k: v for k, v in metrics.items() if not k.startswith("eval.")}
+        evals = {k: v for k, v in metrics.items() if k.startswith("eval.")}
+        for part in (train, evals):
+            if part:
+                self.tracker.log_metrics(self.run_id, part, step=step)
 
     @property
     def elapsed(self) -> float:
@@ -634,10 +662,11 @@ class TrainingRun:
                 self._eval_owed = False
         # the serial loop (lag 0) waits for its evaluation, so the iteration's metrics carry it
         self._poll_evaluations(block=rt.max_policy_lag == 0)
-        if self.tracker is not None:
-            self.tracker.log_metrics(self.run_id, metrics, step=self.iteration)
         if self._checkpoint_due():
             self.checkpoint()
+        # after the checkpoint: a driver killed in between logs it on resume, from the history
+        # (the evaluations were logged as they finished)
+        self._log({k: v for k, v in metrics.items() if not k.startswith("eval.")}, self.iteration)
         return metrics
 
     def evaluate_branch_point(self) -> dict:
@@ -652,9 +681,8 @@ class TrainingRun:
         self.history.append(record)
         self._start_evaluation()
         self._poll_evaluations(block=True)
-        if self.tracker is not None:
-            self.tracker.log_metrics(self.run_id, {k: v for k, v in record.items()
-                                                   if isinstance(v, (int, float))}, step=self.iteration)
+        self._log({k: v for k, v in record.items() if isinstance(v, (int, float)) and not k.startswith("eval.")},
+                  self.iteration)
         return record
 
     # -- evaluations run beside the loop
@@ -705,9 +733,7 @@ class TrainingRun:
                                "by_decision": ev["by_decision"], "loss": ev["loss"], "mode": ev.get("mode"),
                                "modes": {k: {"per_game_regret": np.round(v["per_game_regret"], 6).tolist(),
                                              "loss": v["loss"]} for k, v in ev.get("modes", {}).items()}})
-            if self.tracker is not None:
-                self.tracker.log_metrics(self.run_id, {k: v for k, v in ev["metrics"].items()
-                                                       if isinstance(v, (int, float))}, step=head["iteration"])
+            self._log({k: v for k, v in ev["metrics"].items() if isinstance(v, (int, float))}, head["iteration"])
             self.last_eval = ev["metrics"]
             done.append(ev["metrics"])
         return done

@@ -9,6 +9,13 @@ driver, which logs them here.
 A damaged SQLite store is refused by name before MLflow opens it (:func:`check_sqlite_store`),
 and a write that meets a full disk raises one :class:`~yamblab.errors.DiskFullError` naming the
 database or the run's artifact folder.
+
+Nothing is logged twice: the tracker knows the last step of every metric of a run (read from the
+store when it takes over a run begun by an earlier, killed driver) and sends only newer steps,
+so a resumed run can log its whole history again and only what the store lacks goes out. A
+server that goes away in the middle of a run neither stops nor stalls it: records wait in the
+tracker's outbox, sent in order by a thread of their own as soon as the server answers again
+(:class:`Tracker`).
 """
 
 from __future__ import annotations
@@ -17,6 +24,10 @@ import functools
 import logging
 import os
 import subprocess
+import sys
+import threading
+import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +40,13 @@ DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 #: its GenAI / Model training switch instead (:meth:`Tracker.ui_command` links with it set).
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 log = logging.getLogger(__name__)
+#: MLflow's settings for a tracking server, unless the environment sets them: a request is tried
+#: three times within a few seconds (MLflow's own default retries for about four minutes and
+#: waits two minutes for an answer), so a server that went away is noticed at once and the
+#: records wait in the outbox instead of holding up the caller; and a run's end does not print
+#: its links (yamblab prints where to see the runs once).
+SERVER_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                   "MLFLOW_HTTP_REQUEST_TIMEOUT": "20", "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
 
 
 def code_version() -> str:
@@ -149,16 +167,34 @@ def _writes(what: str, artifacts: bool = False):
 class Tracker:
     """Create runs and log to MLflow.
 
+    Every write (metrics, parameters, tags, artifacts, a run's end) goes through the tracker's
+    outbox, in the order made. With a local store it is written at once (and raises as MLflow
+    does). With a tracking server (an ``http(s)://`` URI) a thread sends it: while the server
+    does not answer, the records wait (in memory) and the caller carries on; the user is told
+    once when the server goes away and once when it is back and the waiting records are sent;
+    :meth:`close` waits for the rest. A record the server refuses (a 4xx answer) is dropped
+    with a warning.
+
+    Metrics are sent only at steps newer than the last one the store has for that metric of that
+    run (:meth:`log_metrics`), so a record whose answer was lost with the server, or a resumed
+    run that logs its history again, is never logged twice.
+
     Args:
         tracking_uri: MLflow tracking URI (default: SQLite ``mlflow.db`` in the working directory).
         experiment: experiment name (created if missing).
+        patience_s: how long :meth:`close` waits for an absent server before it gives up on the
+            records still waiting (it says which, and how to send them later).
+        retry_s: seconds between attempts to reach an absent server.
 
     Raises:
         DamagedFileError: a damaged SQLite store (:func:`check_sqlite_store`), never written over.
         DiskFullError: here or from any method that writes: no space left for the store.
+        YamblabError: the tracking server does not answer when the tracker starts (the message
+            names it).
     """
 
-    def __init__(self, tracking_uri: str | None = None, experiment: str = "yamblab"):
+    def __init__(self, tracking_uri: str | None = None, experiment: str = "yamblab",
+                 patience_s: float = 60.0, retry_s: float = 5.0):
         import mlflow
         from mlflow import MlflowClient
 
@@ -168,9 +204,29 @@ class Tracker:
         quiet = logging.getLogger("mlflow.store.db.utils")
         if not any(isinstance(f, _QuietDiskFull) for f in quiet.filters):
             quiet.addFilter(_QuietDiskFull())
+        self.remote = self.uri.startswith(("http://", "https://"))
+        if self.remote:
+            for key, value in SERVER_SETTINGS.items():
+                os.environ.setdefault(key, value)
+            pool = logging.getLogger("urllib3.connectionpool")
+            if not any(isinstance(f, _QuietRetries) for f in pool.filters):
+                pool.addFilter(_QuietRetries())
         mlflow.set_tracking_uri(self.uri)
         self.client = MlflowClient(tracking_uri=self.uri)
-        self.experiment_id = self._experiment_id(experiment)
+        self.patience_s, self.retry_s = float(patience_s), float(retry_s)
+        #: run id -> metric -> the last step the store has (None until read or the run is new)
+        self._marks: dict[str, dict[str, int]] = {}
+        self._outbox = _Outbox(self) if self.remote else None
+        try:
+            self.experiment_id = self._experiment_id(experiment)
+        except Exception as exc:  # noqa: BLE001 - a server that does not answer is named, not a traceback
+            if not (self.remote and _server_away(exc)):
+                raise
+            from yamblab.errors import YamblabError
+
+            raise YamblabError(f"the MLflow tracking server at {self.uri} does not answer "
+                               f"({_reason(exc)}); start it, or choose another store with --tracking-uri "
+                               f"(e.g. {DEFAULT_TRACKING_URI})") from None
         self.experiment = experiment
 
     def _store_place(self) -> str:
@@ -231,9 +287,32 @@ class Tracker:
         if parent_run_id:
             all_tags["mlflow.parentRunId"] = parent_run_id
         run = self.client.create_run(self.experiment_id, tags=all_tags, run_name=name)
+        self._marks[run.info.run_id] = {}
         if params:
             self.log_params(run.info.run_id, params)
         return run.info.run_id
+
+    def find_run(self, tags: dict[str, str]) -> str | None:
+        """The newest unfinished run of the experiment that carries every one of ``tags`` (a
+        run a killed driver created before it could write its id anywhere), or None."""
+        found = self.unfinished_runs(tags, limit=1)
+        return found[0][0] if found else None
+
+    def unfinished_runs(self, tags: dict[str, str], limit: int = 10_000) -> list[tuple[str, str]]:
+        """``(run id, status)`` of the experiment's runs that carry every one of ``tags`` and are
+        not finished, newest first (none where a value holds both kinds of quote)."""
+        if any("'" in str(v) and '"' in str(v) for v in tags.values()):
+            return []
+        quote = lambda v: f"'{v}'" if "'" not in v else f'"{v}"'      # noqa: E731
+        where = " and ".join(f"tags.`{k}` = {quote(str(v))}" for k, v in tags.items())
+        runs = self.client.search_runs([self.experiment_id], f"{where} and attributes.status != 'FINISHED'",
+                                       max_results=limit, order_by=["attributes.start_time DESC"])
+        return [(r.info.run_id, r.info.status) for r in runs]
+
+    @_writes("marking the run as running again")
+    def reopen(self, run_id: str) -> None:
+        """Mark a run taken over from an earlier driver as running again."""
+        self._put(("status", run_id, "RUNNING"))
 
     @_writes("logging parameters")
     def log_params(self, run_id: str, params: dict) -> None:
@@ -241,13 +320,12 @@ class Tracker:
         from mlflow.entities import Param
 
         flat = flatten(params)
-        items = [Param(k, str(v)[:6000]) for k, v in flat.items()]
-        for i in range(0, len(items), 100):
-            self.client.log_batch(run_id, params=items[i:i + 100])
+        self._put(("params", run_id, [Param(k, str(v)[:6000]) for k, v in flat.items()]))
 
     @_writes("logging metrics")
     def log_metrics(self, run_id: str, metrics: dict[str, Any], step: int) -> None:
-        """Log numeric metrics at ``step`` (non-numeric and non-finite values are skipped)."""
+        """Log numeric metrics at ``step`` (non-numeric and non-finite values are skipped, and so
+        is a metric the store already has at ``step`` or a later step: see the class doc)."""
         import math
         import time
 
@@ -262,32 +340,38 @@ class Tracker:
                 continue
             if math.isfinite(f):
                 items.append(Metric(k.replace("/", "."), f, ts, int(step)))
-        for i in range(0, len(items), 500):
-            self.client.log_batch(run_id, metrics=items[i:i + 500])
+        if items:
+            self._put(("metrics", run_id, items))
 
     @_writes("setting tags")
     def set_tags(self, run_id: str, tags: dict) -> None:
         """Set (or overwrite) tags on a run."""
-        for k, v in tags.items():
-            self.client.set_tag(run_id, k, str(v))
+        self._put(("tags", run_id, {k: str(v) for k, v in tags.items()}))
 
     @_writes("logging an artifact", artifacts=True)
     def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
-        """Upload a local file to the run's artifacts."""
-        self.client.log_artifact(run_id, str(path), artifact_path)
+        """Upload a local file to the run's artifacts (for a server, its bytes are read now: the
+        file may be gone when the record is sent)."""
+        data = Path(path).read_bytes() if self.remote else None
+        self._put(("file", run_id, (Path(path), artifact_path, data)))
 
     @_writes("logging a text artifact", artifacts=True)
     def log_text(self, run_id: str, text: str, name: str) -> None:
         """Write ``text`` as the run's artifact ``name``."""
-        self.client.log_text(run_id, text, name)
+        self._put(("text", run_id, (text, name)))
 
     @_writes("logging a plot", artifacts=True)
     def log_figure(self, run_id: str, fig, name: str) -> None:
         """Log a matplotlib figure as a PNG artifact and close it."""
+        import io
+
         import matplotlib.pyplot as plt
 
-        self.client.log_figure(run_id, fig, name)
+        png = io.BytesIO()
+        fig.savefig(png, format="png")
         plt.close(fig)
+        folder, _, base = name.rpartition("/")
+        self._put(("file", run_id, (Path(base), folder or None, png.getvalue())))
 
     @_writes("logging the network as an MLflow model", artifacts=True)
     def log_torch_model(self, run_id: str, model, name: str = "model") -> None:
@@ -298,6 +382,10 @@ class Tracker:
         graph format cannot export), with its pip requirements given (torch and numpy at their
         public version numbers), so MLflow's warnings about pickling and about the CPU build's
         local version label, which a user cannot act on, are not printed on every run.
+
+        It is logged once per run (a run that has it already is left as it is). With a tracking
+        server, the records before it are sent first; a server still away after the tracker's
+        patience leaves it out (:meth:`close` says so).
         """
         import logging as _logging
 
@@ -305,6 +393,11 @@ class Tracker:
         import numpy
         import torch
 
+        if self._outbox is not None and not self.flush():     # the server is away: wait for it, a while
+            self._outbox.skipped.append(f"the network as an MLflow model ({name})")
+            return
+        if self._has_model(run_id, name):      # logged by an earlier driver of this run
+            return
         reqs = [f"torch=={torch.__version__.split('+')[0]}", f"numpy=={numpy.__version__}"]
         quiet = _logging.getLogger("mlflow.pytorch")
         level = quiet.level
@@ -322,10 +415,97 @@ class Tracker:
         finally:
             quiet.setLevel(level)
 
+    def _has_model(self, run_id: str, name: str) -> bool:
+        """Whether the run has a logged model called ``name`` already (False where the store
+        cannot say: MLflow 2)."""
+        try:
+            found = self.client.search_logged_models([self.experiment_id], filter_string=(
+                f"source_run_id = '{run_id}' AND name = '{name}'"), max_results=1)
+        except Exception:  # noqa: BLE001 - no logged-model search (MLflow 2): log it
+            return False
+        return bool(found)
+
     @_writes("ending a run")
     def end_run(self, run_id: str, status: str = "FINISHED") -> None:
         """Mark the run terminated with ``status`` (FINISHED, FAILED, KILLED)."""
-        self.client.set_terminated(run_id, status)
+        self._put(("end", run_id, status))
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every record is sent (at most ``timeout`` seconds; default: the
+        tracker's patience). Returns whether all were."""
+        if self._outbox is None:
+            return True
+        return self._outbox.drain(self.patience_s if timeout is None else timeout)
+
+    def close(self, backfill: str | None = None) -> bool:
+        """Send what waits (for at most the tracker's patience) and stop the sender. When records
+        are still waiting, say which and, with ``backfill``, the command that sends them once
+        the server is back. Returns whether everything was sent."""
+        if self._outbox is None:
+            return True
+        out = self._outbox
+        sent = out.drain(self.patience_s)
+        left = out.stop()
+        if not sent or out.skipped:
+            values = sum(len(op[2]) for op in left if op[0] == "metrics")
+            others = sorted({_WORDS[op[0]] for op in left if op[0] != "metrics"} | set(out.skipped))
+            what = ", ".join(([f"{values} metric values"] if values else []) + others)
+            how = (f"the run's checkpoint keeps them: once the server is back, `{backfill}` sends them "
+                   f"(nothing is logged twice)" if backfill else "they are not in MLflow")
+            _say(f"MLflow: the tracking server at {self.uri} is still away after waiting "
+                 f"{self.patience_s:.0f} s; not sent: {what}; {how}")
+        return sent and not out.skipped
+
+    # -- sending
+    def _put(self, op: tuple) -> None:
+        """Send ``op`` now (a local store) or through the outbox (a server)."""
+        if self._outbox is None:
+            self._send(op)
+        else:
+            self._outbox.put(op)
+
+    def _logged_steps(self, run_id: str) -> dict[str, int]:
+        """The last step the store has of each metric of a run."""
+        out = {}
+        for key in self.client.get_run(run_id).data.metrics:
+            out[key] = max((int(m.step) for m in self.client.get_metric_history(run_id, key)), default=-1)
+        return out
+
+    def _send(self, op: tuple) -> None:
+        """Write one record ``(kind, run_id, data)`` to the store (raises as MLflow does)."""
+        kind, run_id, data = op
+        if kind == "metrics":
+            marks = self._marks.get(run_id)
+            if marks is None:
+                marks = self._marks[run_id] = self._logged_steps(run_id)
+            items = [m for m in data if m.step > marks.get(m.key, -1)]
+            for i in range(0, len(items), 500):
+                chunk = items[i:i + 500]
+                self.client.log_batch(run_id, metrics=chunk)
+                for m in chunk:
+                    marks[m.key] = max(marks.get(m.key, -1), int(m.step))
+        elif kind == "params":
+            for i in range(0, len(data), 100):
+                self.client.log_batch(run_id, params=data[i:i + 100])
+        elif kind == "tags":
+            for k, v in data.items():
+                self.client.set_tag(run_id, k, v)
+        elif kind == "text":
+            self.client.log_text(run_id, *data)
+        elif kind == "file":
+            path, artifact_path, raw = data
+            if raw is None:
+                self.client.log_artifact(run_id, str(path), artifact_path)
+            else:
+                import tempfile
+
+                with tempfile.TemporaryDirectory(prefix="yamblab-artifact-") as tmp:
+                    (Path(tmp) / path.name).write_bytes(raw)
+                    self.client.log_artifact(run_id, str(Path(tmp) / path.name), artifact_path)
+        elif kind == "status":
+            self.client.update_run(run_id, status=data)
+        elif kind == "end":
+            self.client.set_terminated(run_id, data)
 
     def ui_command(self) -> str:
         """How to see the runs: the command that opens the MLflow UI on this store (for a
@@ -337,3 +517,128 @@ class Tracker:
         if self.uri.startswith(("http://", "https://")):
             return f"open {self.uri.rstrip('/')}/{page} in a browser (the MLflow server's UI)"
         return f"mlflow ui --backend-store-uri {self.uri}, then open http://127.0.0.1:5000/{page}"
+
+
+#: what each kind of record is, in the words of :meth:`Tracker.close`'s message
+_WORDS = {"params": "parameters", "tags": "tags", "text": "artifacts", "file": "artifacts",
+          "status": "the run's state", "end": "the run's end"}
+
+
+class _QuietRetries(logging.Filter):
+    """Drops the HTTP library's warning at every retry of a request (a line per attempt while a
+    server is away); the tracker says once that the server is away and once that it is back."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Retrying")
+
+
+def _say(msg: str) -> None:
+    """Tell the user (on stderr, above a progress bar if one is drawn)."""
+    try:
+        from tqdm.auto import tqdm
+
+        tqdm.write(msg, file=sys.stderr)
+    except Exception:  # noqa: BLE001 - a message, never an error
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _reason(exc: BaseException) -> str:
+    """An error's gist in one short line (MLflow's messages quote whole URLs and causes)."""
+    text = " ".join(str(exc).split())
+    for cue in ("Connection refused", "timed out", "Read timed out", "Name or service not known",
+                "Max retries exceeded", "Connection reset", "Connection aborted"):
+        if cue in text:
+            return cue.lower()
+    return text[:160]
+
+
+def _server_away(exc: BaseException) -> bool:
+    """Whether a failed request means the server is away (no answer, a timeout, a 5xx answer)
+    rather than that it refused the record (a 4xx answer: sending it again would not help)."""
+    from mlflow.exceptions import MlflowException
+
+    if isinstance(exc, MlflowException):
+        return not 400 <= exc.get_http_status_code() < 500
+    try:
+        import requests
+
+        if isinstance(exc, requests.RequestException):
+            return True
+    except ImportError:  # pragma: no cover - MLflow depends on requests
+        pass
+    return isinstance(exc, OSError)
+
+
+class _Outbox:
+    """The records a :class:`Tracker` sends to a tracking server, in order, from a thread of
+    their own; while the server is away they wait and are tried again every ``retry_s``."""
+
+    def __init__(self, tracker: Tracker):
+        self.tracker = tracker
+        self.ops: deque = deque()
+        self.cv = threading.Condition()
+        self.thread: threading.Thread | None = None
+        self.closed = False
+        #: when sending started failing (None: the server answers)
+        self.away_since: float | None = None
+        #: what was not even queued while the server was away (the network as a model)
+        self.skipped: list[str] = []
+
+    def put(self, op: tuple) -> None:
+        with self.cv:
+            self.ops.append(op)
+            if self.thread is None or not self.thread.is_alive():
+                self.closed = False
+                self.thread = threading.Thread(target=self._run, name="yamblab-mlflow-outbox", daemon=True)
+                self.thread.start()
+            self.cv.notify_all()
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until nothing waits (at most ``timeout`` seconds); returns whether so."""
+        with self.cv:
+            return self.cv.wait_for(lambda: not self.ops, timeout=max(0.0, timeout))
+
+    def stop(self) -> list[tuple]:
+        """Stop the sender; returns the records it did not send."""
+        with self.cv:
+            self.closed = True
+            left = list(self.ops)
+            self.ops.clear()
+            self.cv.notify_all()
+        return left
+
+    def _run(self) -> None:
+        t = self.tracker
+        while True:
+            with self.cv:
+                self.cv.wait_for(lambda: self.ops or self.closed)
+                if self.closed or not self.ops:
+                    return
+                op = self.ops[0]
+            try:
+                t._send(op)
+            except Exception as exc:  # noqa: BLE001 - the server's failure must not reach training
+                if not _server_away(exc):
+                    log.warning("MLflow refused a record (%s) of run %s: %s", op[0], op[1], _reason(exc))
+                    self._done(op)
+                    continue
+                if self.away_since is None:
+                    self.away_since = time.time()
+                    _say(f"MLflow: the tracking server at {t.uri} does not answer ({_reason(exc)}); "
+                         f"training goes on, and its records are kept here and sent when the server is back")
+                t._marks.pop(op[1], None)      # what reached the store before the answer was lost
+                with self.cv:
+                    self.cv.wait_for(lambda: self.closed, timeout=t.retry_s)
+                continue
+            if self.away_since is not None:
+                values = sum(len(o[2]) for o in [op, *list(self.ops)[1:]] if o[0] == "metrics")
+                _say(f"MLflow: the tracking server at {t.uri} answers again after "
+                     f"{time.time() - self.away_since:.0f} s; sending the {values} metric values kept meanwhile")
+                self.away_since = None
+            self._done(op)
+
+    def _done(self, op: tuple) -> None:
+        with self.cv:
+            if self.ops and self.ops[0] is op:
+                self.ops.popleft()
+            self.cv.notify_all()

@@ -99,6 +99,55 @@ def test_a_tracking_server_that_does_not_answer_is_named_at_the_start(tmp_path):
     assert time.perf_counter() - t0 < 30
 
 
+def test_the_outbox_keeps_records_while_the_server_is_away_and_says_so_once(tmp_path, capsys):
+    """The sending thread, with a store whose writes fail as a server that went away does: the
+    caller is not held up, the user is told once that the server is away and once that it is
+    back, every record then arrives once; records still waiting at the end are named with the
+    command that sends them later."""
+    from mlflow.exceptions import MlflowException
+
+    from yamblab.training import tracking
+
+    t = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "x", patience_s=10, retry_s=0.05)
+    run = t.start_run("r")
+    t.remote, t.uri, t._outbox = True, "http://mlflow:5000", tracking._Outbox(t)     # as a server's tracker
+    real, away = t.client.log_batch, [True]
+
+    def log_batch(*args, **kwargs):
+        if away[0]:
+            time.sleep(0.01)
+            raise MlflowException("API request to http://mlflow:5000/api/2.0/mlflow/runs/log-batch failed "
+                                  "with exception ... [Errno 111] Connection refused")
+        return real(*args, **kwargs)
+
+    t.client.log_batch = log_batch
+    t0 = time.perf_counter()
+    for step in range(1, 6):
+        t.log_metrics(run, {"loss": 1.0 / step}, step=step)
+    assert time.perf_counter() - t0 < 1.0           # the caller does not wait for the server
+    time.sleep(0.3)
+    away[0] = False
+    assert t.flush(10)
+    t.log_metrics(run, {"loss": 1.0}, step=1)      # a step the store has: not sent again
+    t.end_run(run)
+    assert t.close(backfill="yamblab train --resume runs/RUN")
+    err = capsys.readouterr().err
+    assert err.count("MLflow: the tracking server at http://mlflow:5000 does not answer (connection refused); "
+                     "training goes on") == 1, err
+    assert err.count("MLflow: the tracking server at http://mlflow:5000 answers again after") == 1, err
+    assert "sending the 5 metric values kept meanwhile" in err
+    assert sorted(m.step for m in t.client.get_metric_history(run, "loss")) == [1, 2, 3, 4, 5]
+    assert t.client.get_run(run).info.status == "FINISHED"
+
+    t.patience_s, away[0] = 0.3, True             # away at the end, and not back in time
+    t.log_metrics(run, {"loss": 0.1}, step=6)
+    assert not t.close(backfill="yamblab train --resume runs/RUN")
+    err = capsys.readouterr().err
+    assert ("MLflow: the tracking server at http://mlflow:5000 is still away after waiting 0 s; not sent: 1 metric "
+            "value; the run's checkpoint keeps them: once the server is back, `yamblab train --resume runs/RUN` "
+            "sends them (nothing is logged twice)") in err, err
+
+
 def _mlflow_server(folder: Path, port: int) -> subprocess.Popen:
     """``mlflow server`` on an SQLite store in ``folder`` (its own process group), once it answers."""
     import urllib.request

@@ -521,9 +521,10 @@ class TrainingRun:
     # -- tracking
     def _start_tracking(self) -> None:
         """The run's MLflow run: the one its checkpoint names, else the unfinished one tagged with
-        its folder (a driver killed before its first checkpoint made it), else a new one. A run
-        taken over gets what it lacks of the checkpoint's history (the tracker sends only the
-        steps the store does not have)."""
+        its folder (a driver killed before its first checkpoint made it), else a new one. Either
+        gets what it lacks of the checkpoint's history (the tracker sends only the steps the
+        store does not have; a new run for a resumed checkpoint, whose own run the store lost,
+        gets all of it)."""
         from yamblab.training.tracking import code_version
 
         where = str(self.run_dir.absolute())
@@ -546,6 +547,7 @@ class TrainingRun:
                   "yamblab.run_dir": where, **self._tags},
             parent_run_id=self._parent_run_id)
         self.tracker.log_text(self.run_id, self.cfg.to_yaml(), "config.yaml")
+        self._log_history()
 
     def _log_history(self) -> None:
         """Log the history's metrics as :meth:`step` and the evaluations do (what the store has

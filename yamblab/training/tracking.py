@@ -394,7 +394,7 @@ class Tracker:
         import torch
 
         if self._outbox is not None and not self.flush():     # the server is away: wait for it, a while
-            self._outbox.skipped.append(f"the network as an MLflow model ({name})")
+            self._outbox.skipped.append("the network as an MLflow model")
             return
         if self._has_model(run_id, name):      # logged by an earlier driver of this run
             return
@@ -449,7 +449,7 @@ class Tracker:
         if not sent or out.skipped:
             values = sum(len(op[2]) for op in left if op[0] == "metrics")
             others = sorted({_WORDS[op[0]] for op in left if op[0] != "metrics"} | set(out.skipped))
-            what = ", ".join(([f"{values} metric values"] if values else []) + others)
+            what = ", ".join(([f"{values} metric value{'s' * (values != 1)}"] if values else []) + others)
             how = (f"the run's checkpoint keeps them: once the server is back, `{backfill}` sends them "
                    f"(nothing is logged twice)" if backfill else "they are not in MLflow")
             _say(f"MLflow: the tracking server at {self.uri} is still away after waiting "

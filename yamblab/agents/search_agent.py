@@ -28,6 +28,11 @@ class SearchAgent(Agent):
         net: the network whose policy head plays at depth ``"none"``.
         name: the agent's name in reports.
 
+    Attributes:
+        last_q: float64 (n, 208), the search's Q of the last :meth:`shared_actions` call
+            (expected points still to come after each action, this turn included; ``-inf``
+            where illegal or finished), or None when the policy head plays (depth ``"none"``).
+
     Raises:
         ValueError: depth ``"none"`` without a network, or an unknown depth.
     """
@@ -43,6 +48,7 @@ class SearchAgent(Agent):
         self.net = net
         self.search = make_search(depth, self.game, valuation)
         self.name = name
+        self.last_q = None
 
     def reset(self, batch) -> None:
         if self.search is not None:
@@ -53,7 +59,8 @@ class SearchAgent(Agent):
         if self.search is None:
             prior, _ = self.net.predict(self.game.encode(batch))
             return np.argmax(prior, axis=1)
-        return np.argmax(self.search.q(batch), axis=1)
+        self.last_q = self.search.q(batch)
+        return np.argmax(self.last_q, axis=1)
 
     def act(self, batch) -> np.ndarray:
         live = ~np.asarray(batch.done)

@@ -14,7 +14,9 @@ values, and the heuristic bot and the policy head alone play the same dice. Four
    the constant-per-turn forecast (every game's mean score-to-go at that turn) and how much of
    that variance the forecast explains once its per-turn bias is removed. Every card a turn can
    leave has the same number of boxes filled, so a bias that depends on the turn alone changes
-   no decision of full-turn search; the within-turn error is what can.
+   no decision of full-turn search; the within-turn error is what can. One such error is priced
+   directly: what ``V`` pays for a point of Min and of Max while the middle term Ones × (Max −
+   Min) is still open, against what that point is worth at the end (:func:`middle_term_prices`).
 2. **Announce decisions.** Announcements a game (voluntary, or compulsory once only announce
    boxes are left), boxes written on a pure roll without announcing, the roll each box was
    written on, boxes scored 0, the points per box and the announce column's total, by agent
@@ -222,6 +224,62 @@ def card_values(net, rules, cards: np.ndarray) -> np.ndarray:
     return net.predict_value(encode_yamb_boundary(rules, flat), 16384).reshape(shape)
 
 
+def middle_term_prices(net, t: TracedAgent, points: tuple[int, int] | None = None) -> list[dict]:
+    """What the network's card values pay for a point of Min and of Max while the middle term
+    Ones × (Max − Min) is still open, against what that point is worth at the end.
+
+    At every turn start of ``t``'s games where a column may take its Min (Max) box next and the
+    middle term stays open after it, the box is filled with two scores ``lo < hi`` and the
+    network values both cards: the **price** is ``(V(hi) − V(lo)) / (hi − lo)`` points per
+    point. Once the term is complete, a point of Min is worth −Ones (Max: +Ones) when Max > Min
+    and 0 otherwise (the clamp), so the **yardstick** is −Ones (+Ones) of that column's final
+    card, times 1 if its final Max > Min, under the agent's own play (a first-order value: the
+    rest of the game is played as it was). When the middle term's last box is written its
+    points are exact points of the turn in full-turn search; before that only these prices
+    carry it.
+
+    Args:
+        net: the :class:`~yamblab.model.network.YambNet` whose values are priced.
+        t: a finished :class:`TracedAgent` (its turn-start cards and final cards).
+        points: ``{row: (lo, hi)}`` scores filled in; default Min 6 / 12 and Max 22 / 28.
+
+    Returns:
+        one dict per (box, column) with positions: ``box`` ("Min"/"Max"), ``column`` (kind),
+        ``positions`` (int), ``price`` and ``worth`` ((mean, low, high) points per point, 95%,
+        each game's positions averaged: games the unit) and ``diff`` (price − worth, paired).
+    """
+    from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, column_next_rows
+
+    r = t.rules
+    points = points or {MIN_ROW: (6, 12), MAX_ROW: (22, 28)}
+    G, T = t.start_total.shape
+    out = []
+    for row, (lo, hi) in points.items():
+        sign, name = (-1, "Min") if row == MIN_ROW else (1, "Max")
+        others = [x for x in (ONES_ROW, MAX_ROW, MIN_ROW) if x != row]
+        for c, kind in enumerate(r.columns):
+            col = t.start_card[:, :T - 1, c]                                   # (G, T-1, R)
+            cand = (col[..., row] < 0) & (col[..., others] < 0).any(axis=-1)
+            g, tt = np.nonzero(cand)
+            ok = np.array([row in column_next_rows(kind, (col[a, b] < 0).tolist()) for a, b in zip(g, tt)], bool)
+            g, tt = g[ok] if ok.size else g, tt[ok] if ok.size else tt
+            if g.size == 0:
+                continue
+            cards = t.start_card[g, tt]
+            low, high = cards.copy(), cards.copy()
+            low[:, c, row], high[:, c, row] = lo, hi
+            price = (card_values(net, r, high) - card_values(net, r, low)) / (hi - lo)
+            fin = t.card[g, c]
+            worth = sign * fin[:, ONES_ROW] * (fin[:, MAX_ROW] > fin[:, MIN_ROW])
+            n = np.bincount(g, minlength=G)
+            has = n > 0
+            per_game = [np.bincount(g, weights=x, minlength=G)[has] / n[has] for x in (price, worth)]
+            out.append({"box": name, "column": kind, "positions": int(g.size),
+                        "price": mean_ci(per_game[0]), "worth": mean_ci(per_game[1]),
+                        "diff": mean_ci(per_game[0] - per_game[1])})
+    return out
+
+
 # ---------------------------------------------------------------------------- statistics
 def phases(n_turns: int, k: int = 4) -> list[tuple[int, int]]:
     """``k`` consecutive turn ranges ``[lo, hi)`` (0-based) covering a game."""
@@ -384,6 +442,19 @@ def print_values(search: TracedAgent, V: np.ndarray, seed: int) -> None:
             print(f"                        {name}    " + "".join(f"{bias[t]:+7.1f}" for t in picks))
 
 
+def print_middle_prices(rows: list[dict]) -> None:
+    if not rows:
+        return
+    print("\n   The middle term Ones x (Max - Min) in V: points V pays for one more point of Min / Max while the")
+    print("   term is still open (at the turn starts where the column may take that box next), against what the")
+    print("   point is worth at the end (-Ones / +Ones of the final card when Max > Min, the agent's own play).")
+    print(f"   {'box':<5}{'column':<10}{'positions':>10}{'V pays [95% CI]':>24}{'worth [95% CI]':>24}"
+          f"{'V - worth (paired)':>24}")
+    for d in rows:
+        print(f"   {d['box']:<5}{d['column']:<10}{d['positions']:>10}{_dci(d['price'], 2):>24}{_dci(d['worth'], 2):>24}"
+              f"{_dci(d['diff'], 2):>24}")
+
+
 def _table(label_w: int, names: list[str], other: list[str], ref: str, w: int = 25, wd: int = 26) -> str:
     return (f"   {'':<{label_w}}" + "".join(f"{n:>{w}}" for n in names)
             + "".join(f"{f'{n} - {ref}':>{wd}}" for n in other))
@@ -446,6 +517,8 @@ def print_columns(reports: dict, agents: dict[str, TracedAgent], ref: str) -> No
     G = len(agents[ref].total)
     names = list(agents)
     other = [n for n in names if n != ref]
+    from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
+
     parts = {n: column_parts(t) for n, t in agents.items()}
     print(f"\n4. WHERE THE POINTS GO ({G} games; mean points a game [95% CI]; differences paired on the same dice)")
     print(_table(18, names, other, ref))
@@ -454,6 +527,10 @@ def print_columns(reports: dict, agents: dict[str, TracedAgent], ref: str) -> No
             label = f"{kind} {key}" if key != "total" else f"{kind} (total)"
             print(f"   {label:<18}" + "".join(f"{parts[n][key][:, c].mean():25.1f}" for n in names)
                   + "".join(f"{_dci(mean_ci(parts[n][key][:, c] - parts[ref][key][:, c])):>26}" for n in other))
+            if key == "middle":
+                print(f"   {'  Ones/Max/Min':<18}" + "".join(
+                    f"{'/'.join(f'{agents[n].card[:, c, row].mean():.1f}' for row in (ONES_ROW, MAX_ROW, MIN_ROW)):>25}"
+                    for n in names) + "   (mean box scores as written)")
     print(f"   {'card total':<18}" + "".join(f"{_ci((reports[n].mean,) + tuple(reports[n].ci)):>25}" for n in names)
           + "".join(f"{_dci((reports[n].diff_mean,) + tuple(reports[n].diff_ci)):>26}" for n in other))
     for n in names:
@@ -540,6 +617,7 @@ def main(argv=None) -> None:
           + ", ".join(f"{n} {s:.0f} s" for n, s in secs.items()) + ".")
     search = traced["search"]
     print_values(search, card_values(net, game.rules, search.start_card), args.seed)
+    print_middle_prices(middle_term_prices(net, search))
     if game.rules.announce_column >= 0:
         print_announce(traced, "heuristic")
     print_last_turn(traced)

@@ -139,3 +139,27 @@ def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(SystemExit, match="^error: checkpoint .* is not a yamblab checkpoint"):
         mod.main([str(tmp_path / "junk.pt")])
+
+
+def test_middle_term_prices(limits):
+    mod, _, game, _, _, traced = limits
+    from yamblab.games.encoding import decode_yamb_card
+    from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW
+
+    class Priced:
+        """Values a card at 2 points per point of Max and -1 per point of Min on it."""
+
+        def predict_value(self, enc, chunk):
+            card = decode_yamb_card(enc, game.rules).astype(np.float64)
+            return (2 * np.where(card[:, :, MAX_ROW] >= 0, card[:, :, MAX_ROW], 0).sum(axis=1)
+                    - np.where(card[:, :, MIN_ROW] >= 0, card[:, :, MIN_ROW], 0).sum(axis=1))
+
+    rows = mod.middle_term_prices(Priced(), traced["search"])
+    got = {(d["box"], d["column"]) for d in rows}
+    assert ("Min", "down") not in got          # down fills Min after Ones and Max: the term is complete
+    assert ("Max", "free") in got and ("Min", "announce") in got
+    for d in rows:
+        assert d["price"][0] == pytest.approx(2.0 if d["box"] == "Max" else -1.0)
+        assert d["positions"] > 0
+        assert (d["worth"][0] >= 0) if d["box"] == "Max" else (d["worth"][0] <= 0)
+        assert d["diff"][0] == pytest.approx(d["price"][0] - d["worth"][0])

@@ -551,6 +551,7 @@ def load(path: str):
 
     from yamblab.model.checkpoint import load_checkpoint, network_from_state
     from yamblab.training.config import RunConfig
+    from yamblab.training.configio import validate
 
     p = Path(path)
     if not p.is_file():
@@ -558,11 +559,7 @@ def load(path: str):
     state = load_checkpoint(p)
     if "config" not in state:
         raise YamblabError(f"checkpoint {path} holds no run config (is it a training checkpoint?)")
-    try:
-        cfg = RunConfig(**yaml.safe_load(state["config"]))
-    except Exception as exc:  # noqa: BLE001 - a config this version cannot read
-        raise YamblabError(f"checkpoint {path}: its run config does not validate "
-                           f"({str(exc).splitlines()[0]})") from None
+    cfg = validate(RunConfig, yaml.safe_load(state["config"]), str(path))
     if cfg.game != "yamb":
         raise YamblabError(f"checkpoint {path} is a {cfg.game} network; this measures a Yamb card of "
                            "several columns (e.g. configs/jamb-cpu.yaml)")

@@ -36,11 +36,25 @@ class Unavailable(RuntimeError):
     """A piece of the stack cannot run on this machine (the reason says which and why)."""
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port that is free on 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port that is free on 127.0.0.1 now and that this process has not handed out before.
+
+    The kernel may give the same ephemeral port to two ``bind(0)`` calls once the first socket is
+    closed, and a Ray node is started with eight ports chosen before any is used: two of them once
+    came out equal and ``ray start`` refused the pair. Remembering every port handed out keeps them
+    distinct for the life of the process.
+    """
+    for _ in range(1000):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+    raise Unavailable("no free TCP port on 127.0.0.1 that was not already handed out (1,000 tries)")
 
 
 def find_postgres(install: bool = False) -> Path:

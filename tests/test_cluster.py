@@ -265,3 +265,33 @@ def test_missing_postgres_is_named_not_a_mystery(monkeypatch):
     monkeypatch.setattr(localcluster.os, "geteuid", lambda: 0)
     with pytest.raises(localcluster.Unavailable, match="no apt-get"):
         localcluster.find_postgres(install=True)
+
+
+def test_free_ports_are_never_handed_out_twice(monkeypatch):
+    """A Ray node takes eight ports chosen before any is bound; the kernel may give a closed
+    ephemeral port again, so free_port remembers what it handed out (CI once saw two equal)."""
+    sys.path.insert(0, str(ROOT / "infra"))
+    import localcluster
+
+    real_socket = localcluster.socket.socket
+    ports = iter([40001, 40001, 40001, 40002, 40001, 40003])
+
+    class Fake:
+        def __init__(self, *a, **k):
+            self._s = real_socket(*a, **k)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self._s.close()
+
+        def bind(self, addr):
+            pass
+
+        def getsockname(self):
+            return ("127.0.0.1", next(ports))
+
+    monkeypatch.setattr(localcluster, "_HANDED_OUT", set())
+    monkeypatch.setattr(localcluster.socket, "socket", Fake)
+    assert [localcluster.free_port() for _ in range(3)] == [40001, 40002, 40003]

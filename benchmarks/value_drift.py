@@ -1,5 +1,5 @@
-"""Value error of a single-column Yamb run's snapshots against the exact column oracle (prints
-figures; not a test).
+"""Value error of a run's snapshots against an exact oracle: a Yahtzee run, or a single-column
+Yamb run (prints figures; not a test).
 
 Full-turn search plays from the network's values of the cards a turn can leave. This measures
 those values, snapshot by snapshot, against the exact values of the same cards:
@@ -16,9 +16,16 @@ they have filled. A growing positive error on the early turns' successors is boo
 overestimation: each turn's target is the best of the next turn's values, so the largest
 errors are picked and passed back a turn per iteration.
 
+**A Yahtzee run** is measured over every reachable boundary state at once: the network's value
+of each state (the table full-turn search plays from) against the oracle's, weighted by how
+often the network's own agent passes through each state (its exact forward occupancy, no
+sampling), with the snapshot's exact regret and where it loses it (keeps, or box choices) beside
+them. The mean error by boxes filled shows which turns' values move when a run falls back.
+
     python benchmarks/value_drift.py runs/RUN [--every 2] [--from 300 --to 450] [--games 200]
 
-The run needs ``runtime.snapshots: true`` and a single down, up or free column.
+The run needs ``runtime.snapshots: true``, and a Yahtzee game or a single down, up or free
+column (``--games`` and ``--seed`` are for the Yamb column).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from yamblab.games.yamb.game import encode_yamb_boundary
 from yamblab.model.checkpoint import load_checkpoint, network_from_state
 from yamblab.oracle.yamb.oracles import column_oracle
 from yamblab.training.config import RunConfig
+from yamblab.training.configio import validate
 from yamblab.search.valuation import YambColumnOracleValuation
 from yamblab.search.yamb_search import YambFullTurnSearch
 
@@ -51,6 +59,64 @@ def visited_cards(game, games: int, seed: int) -> np.ndarray:
             cards.append(batch.card[start].copy())
         batch.step(agent.act(batch))
     return np.concatenate(cards)
+
+
+GROUPS = ((0, 3), (3, 6), (6, 9), (9, 13))   # layers of boxes filled whose mean error is printed
+
+
+def yahtzee_drift_row(W: np.ndarray, V: np.ndarray, rules, states: np.ndarray) -> dict:
+    """One snapshot's figures: its exact regret and its value error where its agent goes.
+
+    Args:
+        W: float64 (4096, 3, 64) the network's points still to come per boundary state.
+        V: float64 (4096, 3, 64) the oracle's (the same layout).
+        states: int64 (n, 3) the reachable states ``(mask12, ystate, upper)`` measured.
+
+    Returns:
+        dict: ``regret`` (exact, points a game), ``keeps`` and ``boxes`` (its parts lost on the
+        two keep decisions and on box choices); ``rmse`` and ``mean`` of (W − V), points, weighted
+        by the agent's own exact occupancy (each layer of boxes filled weighs 1); ``rmse_all`` and
+        ``mean_all`` unweighted over ``states``; ``by_group``: the weighted mean per :data:`GROUPS`
+        (NaN for a group the agent never reaches).
+    """
+    from yamblab.rules_of_thumb.occupancy import forward_occupancy
+
+    occ = forward_occupancy(W, rules, oracle=V)
+    m, ys, up = states[:, 0], states[:, 1], states[:, 2]
+    filled = np.array([bin(x).count("1") for x in range(4096)])[m] + (ys > 0)
+    w = occ.visits[m, ys, up]
+    d = W[m, ys, up] - V[m, ys, up]
+    by_group = []
+    for a, b in GROUPS:
+        sel = (filled >= a) & (filled < b) & (w > 0)
+        by_group.append(float((w[sel] * d[sel]).sum() / w[sel].sum()) if sel.any() else float("nan"))
+    boxes = occ.regret_by_decision["box"]
+    return {"regret": occ.regret, "keeps": occ.regret - boxes, "boxes": boxes,
+            "rmse": float(np.sqrt((w * d * d).sum() / w.sum())), "mean": float((w * d).sum() / w.sum()),
+            "rmse_all": float(np.sqrt((d * d).mean())), "mean_all": float(d.mean()), "by_group": by_group}
+
+
+def yahtzee_drift(run: Path, rules, picked: list[Path]) -> None:
+    """Print :func:`yahtzee_drift_row` for each snapshot in ``picked``."""
+    from yamblab.model.exact_score import canonical_cards, network_table
+    from yamblab.oracle.yahtzee.table import OracleTable
+
+    V = OracleTable.get(rules).values
+    states = canonical_cards(rules)[0]
+    print(f"{run.name}: {len(states)} reachable boundary states; errors in points, network minus oracle, "
+          "weighted by the snapshot's own occupancy unless marked 'all'")
+    head = ["iteration", "minutes", "exact regret", "keeps", "boxes", "RMSE", "mean", "RMSE all",
+            "mean all"] + [f"mean, {a}-{b - 1} filled" for a, b in GROUPS]
+    print(" | ".join(head))
+    for s in picked:
+        meta = load_checkpoint(s)
+        net = network_from_state(meta, source=str(s)).eval()
+        W, _ = network_table(net, rules)
+        r = yahtzee_drift_row(W, V, rules, states)
+        row = [str(meta["iteration"]), f"{meta['minutes']:.1f}", f"{r['regret']:.2f}", f"{r['keeps']:.2f}",
+               f"{r['boxes']:.2f}", f"{r['rmse']:.2f}", f"{r['mean']:+.2f}", f"{r['rmse_all']:.2f}",
+               f"{r['mean_all']:+.2f}"] + [f"{g:+.2f}" for g in r["by_group"]]
+        print(" | ".join(row), flush=True)
 
 
 def main() -> None:
@@ -71,8 +137,11 @@ def main() -> None:
     picked = [s for s in snaps if args.first <= int(s.stem.split("-")[1]) <= args.last][::args.every]
     if not picked:
         raise SystemExit(f"no snapshot of {args.run} lies in iterations {args.first}..{args.last}")
-    cfg = RunConfig(**yaml.safe_load(load_checkpoint(snaps[0])["config"]))
+    cfg = validate(RunConfig, yaml.safe_load(load_checkpoint(snaps[0])["config"]), str(snaps[0]))
     game = cfg.game_obj
+    if game.name == "yahtzee":
+        yahtzee_drift(args.run, game.rules, picked)
+        return
     if game.name != "yamb" or len(game.rules.columns) != 1:
         raise SystemExit("this measures single-column Yamb runs (e.g. configs/yamb-free-cpu.yaml), "
                          "whose exact oracle values every card")

@@ -298,3 +298,23 @@ def test_successor_samples_bootstrap_to_the_oracle_with_a_perfect_valuation():
     assert len(target) == 12 and sorted(owner.tolist()) == [0] * 4 + [1] * 4 + [2] * 4
     _, _, states = decode_yahtzee(enc)
     np.testing.assert_allclose(target, table.values[states[:, 0], states[:, 1], states[:, 2]], atol=1e-9)
+
+
+def test_ema_warmup_follows_the_early_weights_then_settles_at_its_decay():
+    """With warmup the n-th update uses min(decay, (1 + n) / (10 + n)): 0.1 first (the average
+    jumps most of the way to the net), 0.999 from update 8,990 on; without it, decay always."""
+    from yamblab.learners.ema import EMA
+
+    net = torch.nn.Linear(2, 1)
+    ema = EMA(net, 0.999, warmup=True)
+    assert ema.current_decay() == pytest.approx(0.1)
+    with torch.no_grad():
+        w0 = ema.model.weight.clone()
+        net.weight.add_(1.0)
+    ema.update(net)
+    np.testing.assert_allclose(ema.model.weight.numpy(), (0.1 * w0 + 0.9 * net.weight.detach()).numpy(), rtol=1e-6)
+    ema.updates = 8989
+    assert ema.current_decay() < 0.999
+    ema.updates = 8990
+    assert ema.current_decay() == pytest.approx(0.999)
+    assert EMA(net, 0.999).current_decay() == 0.999

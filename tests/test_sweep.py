@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from yamblab.errors import ConfigError
-from yamblab.sweeps.report import format_table
+from yamblab.sweeps.report import format_run_summaries, format_table
 from yamblab.sweeps.spec import load_sweep
 from yamblab.sweeps.stats import ArmResult, summarise
 
@@ -39,6 +39,9 @@ def test_two_arm_sweep_leaves_parent_and_child_runs_and_resumes(ray_cluster, tmp
     for t in sw._study().trials:      # every mode's per-game regrets, for a resumed sweep's table
         assert t.user_attrs["eval_mode"] == "full_turn"
         assert {m: len(v) for m, v in t.user_attrs["per_game_regret_modes"].items()} == {"full_turn": 10, "none": 16}
+        assert t.user_attrs["summary"]["summary.policy_regret"] == pytest.approx(
+            np.mean(t.user_attrs["per_game_regret_modes"]["none"]), abs=1e-4)
+    assert "Each run's own curve" in sw.table_text      # trained from scratch: each run's summary
 
     client = sw.tracker.client
     runs = client.search_runs([sw.tracker.experiment_id])
@@ -639,3 +642,18 @@ def test_a_trial_on_a_gpu_cluster_places_its_learner_on_the_gpu(tmp_path):
     # run outside a placement group is left to Ray): both bundles are used up, bundle by bundle
     assert out["pins"] == [0, 1] and out["pins_outside"] == [{}, {}]
     assert out["left"] == {"CPU@0": pytest.approx(0.0), "CPU@1": pytest.approx(0.0), "GPU@1": pytest.approx(0.0)}
+
+
+def test_run_summaries_give_each_seed_and_the_median_and_range():
+    """A threshold a run never reached counts as later than any reached: the median of three
+    runs, one of which never reached 1, is the later of the two that did."""
+    runs = {"baseline": [(1, {"summary.exact_regret": 0.39, "summary.minutes_to_1": 12.7, "summary.positions": 6.1e6}),
+                         (0, {"summary.exact_regret": 0.53, "summary.minutes_to_1": 17.2, "summary.positions": 6.3e6}),
+                         (2, {"summary.exact_regret": 0.61, "summary.positions": 6.0e6})]}
+    lines = format_run_summaries(runs).splitlines()
+    assert "min to 1" in lines[1] and "policy alone" not in lines[1]     # only the columns some run has
+    assert [ln.split()[:2] for ln in lines[3:6]] == [["baseline", "0"], ["baseline", "1"], ["baseline", "2"]]
+    assert lines[5].split()[3] == "-"                                     # seed 2 never reached 1
+    assert lines[6].split() == ["median", "0.53", "17.2", "6.10"]
+    assert lines[7].split() == ["min..max", "0.39..0.61", "12.7..-", "6.00..6.30"]
+    assert format_run_summaries({"a": [(0, {"summary.minutes": 3.0})]}) == ""

@@ -41,7 +41,13 @@ class TrainConfig(BaseModel):
         dirichlet_fraction, dirichlet_alpha: exploration noise mixed into the prior during
             self-play only (YoloYamb: 15 %); evaluation is always noise-free.
         ema_decay: the playing network is ``ema ← decay · ema + (1 − decay) · net`` after
-            every optimiser step (YoloYamb lost weeks to once per iteration).
+            every optimiser step (YoloYamb lost weeks to once per iteration). Full-turn search
+            plays, and computes the bootstrapped value targets, with it: a slower average is a
+            slower target network (as in DQN), which stops bootstrapped overestimation from
+            feeding on itself (docs/training.md).
+        ema_warmup: the decay of the n-th update is ``min(ema_decay, (1 + n) / (10 + n))``
+            (TensorFlow's ``ExponentialMovingAverage`` schedule), so a slow average does not hold
+            the random initial weights for thousands of steps. Off by default.
         lr, weight_decay, grad_clip: AdamW and gradient-norm clipping.
         lr_schedule: ``"constant"`` (default) keeps ``lr``; ``"cosine"`` anneals it from
             ``lr`` to ``lr × lr_final`` along half a cosine over the run (Loshchilov & Hutter
@@ -96,6 +102,7 @@ class TrainConfig(BaseModel):
     dirichlet_fraction: float = Field(0.15, ge=0.0, le=1.0)
     dirichlet_alpha: float = Field(0.3, gt=0.0, le=100.0)
     ema_decay: float = Field(0.99, ge=0.0, lt=1.0)
+    ema_warmup: bool = False
     lr: float = Field(1e-3, gt=0.0, le=1.0)
     lr_schedule: Literal["constant", "cosine"] = "constant"
     lr_final: float = Field(0.1, ge=0.0, le=1.0)

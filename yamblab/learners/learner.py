@@ -45,7 +45,7 @@ class Learner:
                 torch.manual_seed(train_cfg.seed)
                 net = YambNet(model_cfg)
         self.net = net.to(self.device).train()
-        self.ema = EMA(self.net, train_cfg.ema_decay)
+        self.ema = EMA(self.net, train_cfg.ema_decay, warmup=train_cfg.ema_warmup)
         # One fused kernel for every parameter (CPU and GPU) instead of a loop per parameter.
         self.optimizer = torch.optim.AdamW(self.net.parameters(), lr=train_cfg.lr,
                                            weight_decay=train_cfg.weight_decay, fused=True)

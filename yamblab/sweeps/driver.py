@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from yamblab.sweeps.branch import config_digest
-from yamblab.sweeps.report import _grid_key, format_table, log_aggregates, log_curves
+from yamblab.sweeps.report import _grid_key, format_run_summaries, format_table, log_aggregates, log_curves
 from yamblab.sweeps.spec import SweepConfig
 from yamblab.sweeps.stats import ArmResult, _safe, summarise
 from yamblab.sweeps.trial import TrialRunner
@@ -688,6 +688,10 @@ class Sweep:
                 trial.set_user_attr("per_game_regret_modes", by_mode)
                 trial.set_user_attr("loss", out.get("loss", "regret"))
                 trial.set_user_attr("attempts", slot.attempts)
+                reached = {k: float(v) for k, v in out.get("metrics", {}).items()
+                           if k.startswith("summary.") and math.isfinite(float(v))}
+                if reached:
+                    trial.set_user_attr("summary", reached)
                 study.tell(trial, float(regrets.mean()))
                 self.tracker.end_run(run_id)
                 if timed:
@@ -781,6 +785,12 @@ class Sweep:
             where = self.base_checkpoint or self.base_run_dir()
             table += (f"\nBranched: every trial continued the base {where} from its iteration "
                       f"{self.base_iteration or '?'} for {rt.iterations} iterations.")
+        branched = self.base_checkpoint is not None or self.branch_id is not None
+        if self.spec.kind == "grid" and not branched:     # runs from scratch: their own curves
+            runs = format_run_summaries({a: [(_grid_key(t)[1], t.user_attrs.get("summary") or {})
+                                             for t in groups[a]] for a in arms})
+            if runs:
+                table += "\n\n" + runs
         self.table_text = table
         self.baseline = baseline
         log_aggregates(self.tracker, parent, rows, baseline, table)

@@ -159,6 +159,62 @@ def plot_table(rows: list[dict], baseline: str):
     return fig
 
 
+#: the run-summary columns a sweep prints per trial: (summary key, heading, format)
+RUN_COLUMNS = (
+    ("summary.exact_regret", "exact regret", "{:.2f}"),
+    ("summary.policy_regret", "policy alone", "{:.2f}"),
+    ("summary.minutes_to_2", "min to 2", "{:.1f}"),
+    ("summary.minutes_to_1", "min to 1", "{:.1f}"),
+    ("summary.minutes_to_0_5", "min to 0.5", "{:.1f}"),
+    ("summary.worst_after_2", "worst after 2", "{:.2f}"),
+    ("summary.positions", "M positions", "{:.2f}"),
+)
+
+
+def format_run_summaries(arms: dict[str, list[tuple[int, dict]]]) -> str:
+    """Each trial's own run summary (:func:`yamblab.training.summary.run_summary`) and, per arm,
+    the median and range over its training seeds: what a run of the arm's config gives, with
+    what spread, and how fast.
+
+    Args:
+        arms: ``{arm: [(training seed, {summary key: value}), …]}``; a threshold a run never
+            reached is missing from its summary, printed "-", and counts as later than any run
+            that reached it in the median and range (a median of "-": most runs did not).
+
+    Returns:
+        The block of text ("" when no trial has a summary with any of :data:`RUN_COLUMNS`).
+    """
+    cols = [c for c in RUN_COLUMNS if any(c[0] in s for runs in arms.values() for _, s in runs)]
+    if not cols:
+        return ""
+
+    def cell(key: str, fmt: str, v) -> str:
+        if v is None:
+            return "-"
+        return fmt.format(v / 1e6 if key == "summary.positions" else v)
+
+    w = [max(10, len(h)) for _, h, _ in cols]
+    head = f"{'arm':26s} {'seed':>11s} " + " ".join(f"{h:>{n}s}" for (_, h, _), n in zip(cols, w))
+    lines = ["Each run's own curve (the exact full-turn regret where it is computed; minutes of its own "
+             "wall time, first evaluation at or below each threshold; '-': not reached):", head,
+             "-" * len(head)]
+    for arm, runs in arms.items():
+        for seed, s in sorted(runs, key=lambda r: r[0]):
+            lines.append(f"{arm:26s} {seed:>11d} "
+                         + " ".join(f"{cell(k, f, s.get(k)):>{n}s}" for (k, _, f), n in zip(cols, w)))
+        if len(runs) > 1:          # a threshold a run did not reach counts as later than any that did
+            for label in ("median", "min..max"):
+                out = []
+                for (k, _, f), n in zip(cols, w):
+                    vals = np.array([s.get(k, np.inf) for _, s in runs], dtype=np.float64)
+                    lo, mid, hi = (float(x) for x in (vals.min(), np.median(vals), vals.max()))
+                    fin = lambda x: cell(k, f, x) if np.isfinite(x) else "-"   # noqa: E731
+                    txt = fin(mid) if label == "median" else f"{fin(lo)}..{fin(hi)}"
+                    out.append(f"{txt:>{n}s}")
+                lines.append(f"{'':26s} {label:>11s} " + " ".join(out))
+    return "\n".join(lines)
+
+
 def _grid_key(t) -> tuple:
     """A grid trial's (arm, training seed): user attributes (parameters in older studies)."""
     return (t.user_attrs.get("arm", t.params.get("arm")), t.user_attrs.get("seed", t.params.get("seed")))

@@ -199,3 +199,32 @@ def test_turn_start_values_of_the_oracle_are_the_table():
     np.testing.assert_allclose(start, V[st[:, 0], st[:, 1], st[:, 2]], atol=1e-9)
     with pytest.raises(ValueError, match="start_values has 2 entries for 3 states"):
         _kernels.turn_solutions(V, *args, st, np.zeros(2))
+
+
+def test_random_state_samples_lie_one_box_on_and_are_one_turn_backups():
+    """Each game at a turn's start gets k states with one box more filled than its card, drawn
+    from the whole layer (not only its own successors), valued by one exact turn against the
+    valuation: with the oracle's values as valuation that is the oracle's own value."""
+    from yamblab.oracle.yahtzee.table import OracleTable
+    from yamblab.search.expectimax import decode_yahtzee, random_state_samples
+
+    table = OracleTable.get(OFFICIAL)
+
+    class OracleValues:          # a valuation object (as NetworkValuation) that answers exactly
+        def values(self, enc):
+            return oracle_position_values(enc, OFFICIAL, table)
+
+    batch = new_batch(3, seed=3)
+    batch.box_scores[1, :5] = [2, 4, 6, 8, 10]          # game 1: Ones..Fives filled, 5 boxes
+    batch.box_scores[2, :12] = 0                         # game 2: its last turn (no layer beyond)
+    rng = np.random.default_rng(0)
+    enc, values, owner = random_state_samples(batch, np.arange(3), 40, OFFICIAL, OracleValues(), rng)
+    assert enc.columns.shape[0] == values.shape[0] == owner.shape[0] == 80
+    assert sorted(set(owner.tolist())) == [0, 1]
+    scores, raw, states = decode_yahtzee(enc)
+    filled = (scores >= 0).sum(axis=1)
+    assert (filled[owner == 0] == 1).all() and (filled[owner == 1] == 6).all()
+    np.testing.assert_allclose(values, table.values[states[:, 0], states[:, 1], states[:, 2]], atol=1e-9)
+    mine = states[owner == 1, 0]
+    assert ((mine & 0b11111) != 0b11111).any()            # not only game 1's own successors
+    assert len(set(mine.tolist())) > 10                   # spread over the layer

@@ -86,6 +86,12 @@ class TrainConfig(BaseModel):
             network's values one turn further). Full-turn search asks the value of every
             successor, most of which self-play never visits; without these samples their
             values are extrapolations. 0 (default): off. Needs full-turn search.
+        random_state_samples: per turn start, this many boundary states drawn at random from
+            all reachable states one box further on (Yahtzee only; not just the turn's own
+            successors) are also trained on with the same bootstrapped target: the values of
+            states play never visits stay one-turn backups instead of extrapolations, which
+            measured runs overestimated first. 0 (default): off. Needs full-turn search and
+            the boundary head.
         distill_oracle: value targets from the exact oracle instead of the game's outcome.
             Off by default: the oracle grades, it does not teach.
         seed: random seed of the learner and self-play.
@@ -121,6 +127,7 @@ class TrainConfig(BaseModel):
     bot_taper_iterations: int = Field(10, ge=1, le=1_000_000)
     value_target_mix: float = Field(0.0, ge=0.0, le=1.0)
     successor_samples: int = Field(0, ge=0, le=44)
+    random_state_samples: int = Field(0, ge=0, le=256)
     distill_oracle: bool = False
     seed: int = Field(0, ge=0, lt=2**63)
 

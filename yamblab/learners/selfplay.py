@@ -163,6 +163,12 @@ class SelfPlay:
                         got = search.successor_samples(batch, start, cfg.successor_samples, rng)
                         if got is not None:
                             extra.append(got)
+                if cfg.random_state_samples and self.search_cfg.depth == "full_turn":
+                    start = live[at_start]
+                    if start.size:
+                        got = search.random_state_samples(batch, start, cfg.random_state_samples, rng)
+                        if got is not None:
+                            extra.append(got)
                 target = policy_targets(q, prior, cfg.temperature, cfg.kl_targets)
                 play = target
                 if noise and cfg.dirichlet_fraction > 0:

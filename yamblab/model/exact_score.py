@@ -19,53 +19,12 @@ import time
 
 import numpy as np
 
-from yamblab.games.yahtzee.canonical import LOWER_REPRESENTATIVE, canonical_card, upper_splits
+from yamblab.games.yahtzee.canonical import canonical_cards
 from yamblab.games.yahtzee.game import encode_yahtzee_boundary
 from yamblab.games.yahtzee.rules import OFFICIAL, YahtzeeRules
 from yamblab.oracle.yahtzee.policy_eval import expected_score
 
 __all__ = ["canonical_cards", "network_table", "exact_network_score"]
-
-
-def canonical_cards(rules: YahtzeeRules = OFFICIAL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One canonical card per reachable, unfinished boundary state (see the module note).
-
-    Returns:
-        ``(states int64 (n, 3) of (mask12, ystate, upper), box_scores int16 (n, 13) with −1 for
-        open boxes, upper_raw int64 (n,))``; n = 536,448 reachable states less the two full
-        cards under official rules (without an upper bonus the subtotal lane is 0).
-    """
-    splits = upper_splits()
-    states, scores, raws = [], [], []
-    lower_boxes = (6, 7, 8, 9, 10, 12)
-    hi = np.arange(64)                                  # bits 6..11 of mask12: the lower boxes but Yahtzee
-    low_pts = np.full((64, 6), -1, np.int16)
-    for i, b in enumerate(lower_boxes):
-        low_pts[:, i] = np.where((hi >> i) & 1, LOWER_REPRESENTATIVE[b], -1)
-    for um in range(64):
-        for u, (pts, total) in splits[um].items():
-            if not rules.upper_bonus and u != min(total, 63):
-                continue
-            for ys in range(3):
-                m12 = um | (hi << 6)
-                n = m12.size
-                sc = np.full((n, 13), -1, np.int16)
-                sc[:, :6] = pts
-                sc[:, list(lower_boxes)] = low_pts
-                sc[:, 11] = {0: -1, 1: 0, 2: 50}[ys]
-                keep = ~((m12 == 4095) & (ys > 0))
-                st = np.stack([m12, np.full(n, ys), np.full(n, u if rules.upper_bonus else 0)], axis=1)
-                states.append(st[keep])
-                scores.append(sc[keep])
-                raws.append(np.full(int(keep.sum()), total, np.int64))
-    states_a = np.concatenate(states).astype(np.int64)
-    scores_a = np.concatenate(scores)
-    raws_a = np.concatenate(raws)
-    if not rules.upper_bonus:                           # one lane: one card per (mask, ystate)
-        _, first = np.unique(states_a, axis=0, return_index=True)
-        states_a, scores_a, raws_a = states_a[first], scores_a[first], raws_a[first]
-        scores_a, raws_a = canonical_card(scores_a, raws_a, rules)   # three of each face
-    return states_a, scores_a, raws_a
 
 
 def network_table(net, rules: YahtzeeRules = OFFICIAL, chunk: int = 16384,

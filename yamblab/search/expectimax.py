@@ -32,6 +32,7 @@ import numpy as np
 
 from yamblab.games.dice import KEEPS, P_ROLL_GIVEN_KEEP, ROLLS
 from yamblab.games.yahtzee.canonical import LOWER_REPRESENTATIVE  # points of a successor's lower box
+from yamblab.games.yahtzee.canonical import canonical_cards
 from yamblab.games.encoding import HOLD_OFFSET, N_ACTIONS, EncodedBatch
 from yamblab.games.yahtzee.game import encode_yahtzee_boundary as encode_boundary
 from yamblab.games.yahtzee.game import encode_yahtzee_positions as encode_positions
@@ -193,6 +194,10 @@ class FullTurnSearch:
         """Bootstrapped value targets: see :func:`successor_samples` (this search's valuation)."""
         return successor_samples(batch, games, k, self.rules, self.valuation, rng)
 
+    def random_state_samples(self, batch, games: np.ndarray, k: int, rng):
+        """Bootstrapped value targets: see :func:`random_state_samples` (this search's valuation)."""
+        return random_state_samples(batch, games, k, self.rules, self.valuation, rng)
+
     def q(self, batch) -> np.ndarray:
         """Q of every action, float64 (n, 208), ``-inf`` on illegal actions and finished games."""
         box, hold, _ = self.action_values(batch)
@@ -311,6 +316,57 @@ def successor_samples(batch, games: np.ndarray, k: int, rules: YahtzeeRules, val
     fs._update(cards)
     enc = encode_boundary(cards.box_scores, cards.upper_raw, rules)
     return enc, fs.turn_value.copy(), np.asarray(games)[owner[pick]]
+
+
+_LAYERS: dict = {}
+
+
+def _cards_by_layer(rules: YahtzeeRules):
+    """The canonical card of every reachable unfinished boundary state, grouped by boxes filled
+    (cached per variant): ``(states, box_scores, upper_raw, order, starts)``, where
+    ``order[starts[f]:starts[f + 1]]`` are the cards with ``f`` boxes filled."""
+    got = _LAYERS.get(rules.key)
+    if got is None:
+        states, scores, raw = canonical_cards(rules)
+        filled = (scores >= 0).sum(axis=1)
+        order = np.argsort(filled, kind="stable")
+        starts = np.searchsorted(filled[order], np.arange(14))
+        got = _LAYERS[rules.key] = (states, scores, raw, order, starts)
+    return got
+
+
+def random_state_samples(batch, games: np.ndarray, k: int, rules: YahtzeeRules, valuation, rng):
+    """``k`` random boundary states per game, anywhere on the card, with their full-turn search
+    values against ``valuation`` (bootstrapped value targets, as :func:`successor_samples`).
+
+    Each game at a turn's start draws ``k`` states uniformly among all reachable unfinished
+    states with one box more filled than its card (the layer its successors lie in), whether or
+    not any game could reach them. Full-turn search compares successor values; the values of
+    states that play never visits are extrapolations, and measured runs overestimated them
+    first (benchmarks/value_drift.py), the late turns most, before search chose them. Training
+    on every part of each layer keeps those values one-turn backups like the rest.
+
+    Args:
+        batch: a YahtzeeBatch; games: int64 (g,) games at a turn's start; k: states per game.
+
+    Returns:
+        ``(encoded boundary positions, value targets float64 (m,), owner games int64 (m,))``, or
+        None when there is nothing to sample (``k`` 0, or every game is on its last turn).
+    """
+    games = np.asarray(games, np.int64)
+    states, scores, raw, order, starts = _cards_by_layer(rules)
+    layer = (batch.box_scores[games] >= 0).sum(axis=1) + 1
+    games = games[layer < 13]
+    layer = layer[layer < 13]
+    if games.size == 0 or k <= 0:
+        return None
+    lo, hi = starts[layer], starts[layer + 1]
+    pick = order[(lo[:, None] + (rng.random((games.size, k)) * (hi - lo)[:, None]).astype(np.int64)).ravel()]
+    cards = _Cards(scores[pick], raw[pick], states[pick])
+    fs = FullTurnSearch(rules, valuation)
+    fs._update(cards)
+    enc = encode_boundary(cards.box_scores, cards.upper_raw, rules)
+    return enc, fs.turn_value.copy(), np.repeat(games, k)
 
 
 def decode_yahtzee(enc: EncodedBatch):

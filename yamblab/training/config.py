@@ -320,6 +320,10 @@ class RunConfig(BaseModel):
                 raise ValueError("`rules` is a Yahtzee option; Yamb takes `preset` (and `columns`)")
             if self.train.distill_oracle:
                 raise ValueError("train.distill_oracle needs Yahtzee's oracle table; Yamb has none")
+            if self.train.random_state_samples:
+                raise ValueError("train.random_state_samples draws from every reachable Yahtzee card; "
+                                 "a Yamb card has too many to list: set it to 0 (train.successor_samples "
+                                 "samples a Yamb turn's own successors)")
             if self.model.boundary_head and self.model.boundary_features == "yahtzee":
                 raise ValueError("model.boundary_features: 'yahtzee' reads a Yahtzee card; "
                                  "use 'card' or 'card_middle' for Yamb")
@@ -331,6 +335,9 @@ class RunConfig(BaseModel):
             raise ValueError("runtime.solver_eval: a full Yamb card has no exact oracle, so its evaluation stays "
                              "the paired comparison with the heuristic bot on the same dice; the decision set "
                              "needs Yahtzee or a single down, up or free column (columns: [free])")
+        if self.train.random_state_samples and (self.search.depth != "full_turn" or not self.model.boundary_head):
+            raise ValueError("train.random_state_samples trains the boundary head on full-turn search values: "
+                             "it needs search.depth full_turn and model.boundary_head true (or set it to 0)")
         if self.train.successor_samples and getattr(game.rules, "announce_column", -1) >= 0:
             raise ValueError("train.successor_samples values a Yamb card without the option to announce: "
                              "use it on cards with no announce column (e.g. columns: [free]), or set it to 0")

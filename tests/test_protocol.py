@@ -105,6 +105,25 @@ def test_yamb_self_play_samples_have_legal_targets():
     assert np.isfinite(s.value_target).all() and stats["leaf_positions"] > 0
 
 
+def test_yahtzee_self_play_trains_on_random_cards_of_the_next_layer():
+    """random_state_samples adds k boundary samples per turn start (not on the last turn), on top
+    of the successor samples, each a boundary position (no dice, no policy target)."""
+    from yamblab.learners.config import SearchConfig, TrainConfig
+    from yamblab.learners.selfplay import SelfPlay
+    from yamblab.model.config import ModelConfig
+
+    g = make_game("yahtzee", "forced")
+    model = ModelConfig.preset("tiny", boundary_head=True)
+    counts = {}
+    for k in (0, 5):
+        sp = SelfPlay(model, TrainConfig(value_target_mix=1.0, successor_samples=2, random_state_samples=k),
+                      SearchConfig(depth="full_turn"), g)
+        s, _ = sp.play_games(3, seed=4)
+        counts[k] = int((~s.has_policy).sum())
+        assert (s.dice[~s.has_policy] == 0).all() and np.isfinite(s.value_target).all()
+    assert counts[5] - counts[0] == 3 * 12 * 5            # 3 games × the 12 turns before the last × 5
+
+
 def test_evaluator_pairs_a_full_yamb_card_with_the_heuristic_bot(tmp_path):
     from yamblab.actors.actors import Evaluator, eval_payload
     from yamblab.agents.base import make_agent
@@ -136,6 +155,10 @@ def test_run_config_names_the_game_options():
     with pytest.raises(ValueError, match="successor_samples"):
         RunConfig(game="yamb", train={"successor_samples": 4})                # an announce column
     assert RunConfig(game="yamb", columns=["free"], train={"successor_samples": 4}).train.successor_samples == 4
+    with pytest.raises(ValueError, match="random_state_samples draws from every reachable Yahtzee card"):
+        RunConfig(game="yamb", columns=["free"], train={"random_state_samples": 4})
+    with pytest.raises(ValueError, match="needs search.depth full_turn and model.boundary_head"):
+        RunConfig(size="tiny", train={"random_state_samples": 4})               # no boundary head
     with pytest.raises(ValueError, match="not a yamb bot"):
         RunConfig(game="yamb", train={"bot": "oracle", "bot_share": 0.2})     # 4 columns: no oracle
     with pytest.raises(ValueError, match="not a yahtzee bot"):

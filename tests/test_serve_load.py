@@ -7,7 +7,6 @@ benchmark starts ``yamblab serve`` itself; its figures are in docs/serving.md).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 import time
@@ -18,16 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _driver():
-    spec = importlib.util.spec_from_file_location("serve_load", ROOT / "benchmarks" / "serve_load.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def driver():
-    return _driver()
+def driver(benchmark_module):
+    return benchmark_module("serve_load")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -12,11 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def drift():
-    spec = importlib.util.spec_from_file_location("value_drift", ROOT / "benchmarks" / "value_drift.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def drift(benchmark_module):
+    return benchmark_module("value_drift")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ line."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -13,13 +12,6 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 GAMES = 4
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("yamb_limits", ROOT / "benchmarks" / "yamb_limits.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _checkpoint(path: Path, config: str) -> Path:
@@ -35,10 +27,10 @@ def _checkpoint(path: Path, config: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def limits(tmp_path_factory):
+def limits(tmp_path_factory, benchmark_module):
     old = torch.get_num_threads()
     torch.set_num_threads(1)
-    mod = _module()
+    mod = benchmark_module("yamb_limits")
     path = _checkpoint(tmp_path_factory.mktemp("limits") / "checkpoint.pt", "jamb-cpu.yaml")
     game, net, _ = mod.load(str(path))
     reports, traced, _ = mod.run(net, game, GAMES, seed=3)
@@ -72,8 +64,8 @@ def test_forecasts_are_the_values_search_uses(limits):
     np.testing.assert_allclose(V.ravel(), leaves, rtol=1e-6)
 
 
-def test_value_errors_on_known_forecasts():
-    mod = _module()
+def test_value_errors_on_known_forecasts(benchmark_module):
+    mod = benchmark_module("yamb_limits")
     rng = np.random.default_rng(0)
     real = rng.normal(100.0, 20.0, (50, 4)) + np.array([300.0, 200.0, 100.0, 0.0])
     s = mod.value_errors(real + 5.0, real)
@@ -126,8 +118,8 @@ def test_prints_every_section(limits, capsys):
     assert "policy" not in out.split("3. THE LAST TURN")[1]
 
 
-def test_bad_input_is_one_line(tmp_path):
-    mod = _module()
+def test_bad_input_is_one_line(tmp_path, benchmark_module):
+    mod = benchmark_module("yamb_limits")
     with pytest.raises(SystemExit, match="^error: no checkpoint file at .*missing.pt$"):
         mod.main([str(tmp_path / "missing.pt")])
     yahtzee = _checkpoint(tmp_path / "y.pt", "yahtzee-tiny.yaml")

@@ -157,16 +157,13 @@ class SelfPlay:
                     else:                   # the first roll's best Q: a one-roll sample of it
                         qm = np.where(np.isfinite(q), q, -np.inf).max(axis=1)
                         backups[turn_entry] = ("q", qm[at_start].copy())
-                if cfg.successor_samples and self.search_cfg.depth == "full_turn":
-                    start = live[at_start]
-                    if start.size:
-                        got = search.successor_samples(batch, start, cfg.successor_samples, rng)
-                        if got is not None:
-                            extra.append(got)
-                if cfg.random_state_samples and self.search_cfg.depth == "full_turn":
-                    start = live[at_start]
-                    if start.size:
-                        got = search.random_state_samples(batch, start, cfg.random_state_samples, rng)
+                start = live[at_start]
+                if start.size and self.search_cfg.depth == "full_turn":
+                    # bootstrapped value samples off the games' path: the turn's own successors,
+                    # then (Yahtzee) random cards of the next layer
+                    for k, sample in ((cfg.successor_samples, search.successor_samples),
+                                      (cfg.random_state_samples, getattr(search, "random_state_samples", None))):
+                        got = sample(batch, start, k, rng) if k and sample is not None else None
                         if got is not None:
                             extra.append(got)
                 target = policy_targets(q, prior, cfg.temperature, cfg.kl_targets)

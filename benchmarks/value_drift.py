@@ -64,13 +64,14 @@ def visited_cards(game, games: int, seed: int) -> np.ndarray:
 GROUPS = ((0, 3), (3, 6), (6, 9), (9, 13))   # layers of boxes filled whose mean error is printed
 
 
-def yahtzee_drift_row(W: np.ndarray, V: np.ndarray, rules, states: np.ndarray) -> dict:
+def yahtzee_drift_row(W: np.ndarray, V: np.ndarray, rules, states: np.ndarray, filled: np.ndarray) -> dict:
     """One snapshot's figures: its exact regret and its value error where its agent goes.
 
     Args:
         W: float64 (4096, 3, 64) the network's points still to come per boundary state.
         V: float64 (4096, 3, 64) the oracle's (the same layout).
-        states: int64 (n, 3) the reachable states ``(mask12, ystate, upper)`` measured.
+        states: int64 (n, 3) the reachable states ``(mask12, ystate, upper)`` measured;
+            filled: int (n,) their boxes filled.
 
     Returns:
         dict: ``regret`` (exact, points a game), ``keeps`` and ``boxes`` (its parts lost on the
@@ -83,7 +84,6 @@ def yahtzee_drift_row(W: np.ndarray, V: np.ndarray, rules, states: np.ndarray) -
 
     occ = forward_occupancy(W, rules, oracle=V)
     m, ys, up = states[:, 0], states[:, 1], states[:, 2]
-    filled = np.array([bin(x).count("1") for x in range(4096)])[m] + (ys > 0)
     w = occ.visits[m, ys, up]
     d = W[m, ys, up] - V[m, ys, up]
     by_group = []
@@ -102,7 +102,8 @@ def yahtzee_drift(run: Path, rules, picked: list[Path]) -> None:
     from yamblab.oracle.yahtzee.table import OracleTable
 
     V = OracleTable.get(rules).values
-    states = canonical_cards(rules)[0]
+    states, scores, _ = canonical_cards(rules)
+    filled = (scores >= 0).sum(axis=1)
     print(f"{run.name}: {len(states)} reachable boundary states; errors in points, network minus oracle, "
           "weighted by the snapshot's own occupancy unless marked 'all'")
     head = ["iteration", "minutes", "exact regret", "keeps", "boxes", "RMSE", "mean", "RMSE all",
@@ -112,7 +113,7 @@ def yahtzee_drift(run: Path, rules, picked: list[Path]) -> None:
         meta = load_checkpoint(s)
         net = network_from_state(meta, source=str(s)).eval()
         W, _ = network_table(net, rules)
-        r = yahtzee_drift_row(W, V, rules, states)
+        r = yahtzee_drift_row(W, V, rules, states, filled)
         row = [str(meta["iteration"]), f"{meta['minutes']:.1f}", f"{r['regret']:.2f}", f"{r['keeps']:.2f}",
                f"{r['boxes']:.2f}", f"{r['rmse']:.2f}", f"{r['mean']:+.2f}", f"{r['rmse_all']:.2f}",
                f"{r['mean_all']:+.2f}"] + [f"{g:+.2f}" for g in r["by_group"]]

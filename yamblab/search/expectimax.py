@@ -31,8 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from yamblab.games.dice import KEEPS, P_ROLL_GIVEN_KEEP, ROLLS
-from yamblab.games.yahtzee.canonical import LOWER_REPRESENTATIVE  # points of a successor's lower box
-from yamblab.games.yahtzee.canonical import canonical_cards
+from yamblab.games.yahtzee.canonical import LOWER_REPRESENTATIVE, canonical_cards  # LOWER_…: a successor's lower box
 from yamblab.games.encoding import HOLD_OFFSET, N_ACTIONS, EncodedBatch
 from yamblab.games.yahtzee.game import encode_yahtzee_boundary as encode_boundary
 from yamblab.games.yahtzee.game import encode_yahtzee_positions as encode_positions
@@ -311,11 +310,18 @@ def successor_samples(batch, games: np.ndarray, k: int, rules: YahtzeeRules, val
     o = owner[pick]
     first = np.searchsorted(o, o, side="left")
     pick = pick[np.arange(pick.size) - first < k]
-    cards = _Cards(scores[pick], raw[pick], states[pick])
+    enc, values = _turn_backups(scores[pick], raw[pick], states[pick], rules, valuation)
+    return enc, values, np.asarray(games)[owner[pick]]
+
+
+def _turn_backups(box_scores: np.ndarray, upper_raw: np.ndarray, states: np.ndarray, rules: YahtzeeRules,
+                  valuation) -> tuple[EncodedBatch, np.ndarray]:
+    """Cards between turns, encoded, with their one-turn backups: the exact expectation over the
+    turn's dice of its points plus ``valuation``'s value of where it ends, float64 (m,)."""
+    cards = _Cards(box_scores, upper_raw, states)
     fs = FullTurnSearch(rules, valuation)
     fs._update(cards)
-    enc = encode_boundary(cards.box_scores, cards.upper_raw, rules)
-    return enc, fs.turn_value.copy(), np.asarray(games)[owner[pick]]
+    return encode_boundary(cards.box_scores, cards.upper_raw, rules), fs.turn_value.copy()
 
 
 _LAYERS: dict = {}
@@ -362,11 +368,8 @@ def random_state_samples(batch, games: np.ndarray, k: int, rules: YahtzeeRules, 
         return None
     lo, hi = starts[layer], starts[layer + 1]
     pick = order[(lo[:, None] + (rng.random((games.size, k)) * (hi - lo)[:, None]).astype(np.int64)).ravel()]
-    cards = _Cards(scores[pick], raw[pick], states[pick])
-    fs = FullTurnSearch(rules, valuation)
-    fs._update(cards)
-    enc = encode_boundary(cards.box_scores, cards.upper_raw, rules)
-    return enc, fs.turn_value.copy(), np.repeat(games, k)
+    enc, values = _turn_backups(scores[pick], raw[pick], states[pick], rules, valuation)
+    return enc, values, np.repeat(games, k)
 
 
 def decode_yahtzee(enc: EncodedBatch):

@@ -781,12 +781,12 @@ class Sweep:
 
             table += (f"\nSolver-graded losses: the decision set of {rt.solver_games} games of the oracle's own play "
                       f"(dice seed {DECISION_SEED}), every arm graded on the same positions.")
-        if self.base_checkpoint is not None or self.branch_id is not None:
+        branched = self.base_checkpoint is not None or self.branch_id is not None
+        if branched:
             where = self.base_checkpoint or self.base_run_dir()
             table += (f"\nBranched: every trial continued the base {where} from its iteration "
                       f"{self.base_iteration or '?'} for {rt.iterations} iterations.")
-        branched = self.base_checkpoint is not None or self.branch_id is not None
-        if self.spec.kind == "grid" and not branched:     # runs from scratch: their own curves
+        elif self.spec.kind == "grid":     # runs from scratch: their own curves
             runs = format_run_summaries({a: [(_grid_key(t)[1], t.user_attrs.get("summary") or {})
                                              for t in groups[a]] for a in arms})
             if runs:

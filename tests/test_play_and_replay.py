@@ -45,3 +45,30 @@ def test_replay_buffer_is_bounded_fifo_and_restorable():
         ReplayBuffer(0)
     with pytest.raises(ValueError, match="empty"):
         ReplayBuffer(3).sample(1)
+
+
+def test_policy_share_fixes_the_policy_positions_share_of_a_draw():
+    """With ``policy_share`` the batch holds exactly that share (rounded) of positions with a
+    decision, each kind drawn among the buffer's current positions of that kind only."""
+    buf = ReplayBuffer(100, seed=3)
+    has_p = np.zeros(120, bool)
+    has_p[::10] = True                                    # 10 % carry a policy target
+    buf.add({"x": np.arange(120), "has_policy": has_p})   # the oldest 20 dropped
+    live = set(range(20, 120))
+    s = buf.sample(1000, policy_share=0.25)
+    assert int(s["has_policy"].sum()) == 250
+    assert set(s["x"][s["has_policy"]].tolist()) <= {x for x in live if x % 10 == 0}
+    assert set(s["x"][~s["has_policy"]].tolist()) <= {x for x in live if x % 10}
+    assert (s["has_policy"] == (s["x"] % 10 == 0)).all()
+    uniform = buf.sample(20000)
+    assert abs(uniform["has_policy"].mean() - 0.10) < 0.01    # without a share: the buffer's own
+    only_values = ReplayBuffer(10, seed=0)
+    only_values.add({"x": np.arange(4), "has_policy": np.zeros(4, bool)})
+    assert len(only_values.sample(8, policy_share=0.5)["x"]) == 8     # one kind: all from it
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="policy_share"):
+            buf.sample(4, policy_share=bad)
+    plain = ReplayBuffer(3)
+    plain.add({"x": np.arange(2)})
+    with pytest.raises(ValueError, match="has_policy"):
+        plain.sample(2, policy_share=0.5)

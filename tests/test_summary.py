@@ -45,3 +45,15 @@ def test_a_run_graded_against_a_bot_has_no_thresholds():
     assert regret_series(evals)[1] == [] and not any(k.startswith("summary.minutes_to") for k in s)
     assert "summary.regret" not in s and format_summary(s) == ""
     assert run_summary([]) == {} and math.isclose(s["summary.minutes"], 1.0)
+
+
+def test_seed_curves_reads_each_mark_from_the_last_evaluation_before_it(benchmark_module):
+    """benchmarks/seed_curves.py: a mark takes the last evaluation at or before it, nothing
+    before the first evaluation or past a run's end, and the policy head alone's own series."""
+    sc = benchmark_module("seed_curves")
+    evals = [_ev(2.0, 1000, 11.2, policy=36), _ev(4.5, 2000, 1.9, policy=18), _ev(6.8, 3000, 0.9, policy=13)]
+    head, policy = sc.series(evals, "headline"), sc.series(evals, "policy")
+    assert head.shape == (3, 3) and head[:, 2].tolist() == [11.2, 1.9, 0.9]
+    assert policy[:, 2].tolist() == [36.0, 18.0, 13.0] and policy[:, 1].tolist() == [1000, 2000, 3000]
+    got = sc.at_marks(head, [1.0, 2.0, 5.0, 7.0, 7.5])
+    assert math.isnan(got[0]) and got[1:4] == [11.2, 1.9, 0.9] and math.isnan(got[4])

@@ -146,9 +146,10 @@ class ReplayBufferActor:
     def all(self) -> dict:
         return self.buffer.all()
 
-    def sample(self, n: int) -> dict:
-        """``n`` positions drawn uniformly (with replacement): one iteration's training data."""
-        return self.buffer.sample(n)
+    def sample(self, n: int, policy_share: float | None = None) -> dict:
+        """``n`` positions drawn with replacement: one iteration's training data (see
+        :meth:`~yamblab.actors.replay.ReplayBuffer.sample` for ``policy_share``)."""
+        return self.buffer.sample(n, policy_share)
 
     def size(self) -> int:
         return len(self.buffer)

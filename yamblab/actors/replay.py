@@ -63,15 +63,40 @@ class ReplayBuffer:
         self._size = min(self.capacity, self._size + n)
         self.added += n
 
-    def sample(self, batch_size: int) -> dict[str, np.ndarray]:
-        """A uniform random batch (with replacement) of ``batch_size`` positions.
+    def sample(self, batch_size: int, policy_share: float | None = None) -> dict[str, np.ndarray]:
+        """A random batch (with replacement) of ``batch_size`` positions.
+
+        Args:
+            batch_size: positions to draw.
+            policy_share: None: uniform over the buffer. A share in (0, 1]: that share of the
+                batch (rounded) drawn uniformly among the positions with a decision to make
+                (``has_policy`` true) and the rest among the others, so that value-only
+                samples (boundary states, off-path samples) however many cannot crowd the
+                policy's positions out of the optimiser's batches. When one kind is absent the
+                whole batch comes from the other.
 
         Raises:
-            ValueError: the buffer is empty.
+            ValueError: the buffer is empty; a ``policy_share`` outside (0, 1]; a
+                ``policy_share`` on positions without a ``has_policy`` array.
         """
         if self._size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
-        logical = self._rng.integers(0, self._size, size=batch_size)   # 0 = oldest
+        if policy_share is None:
+            logical = self._rng.integers(0, self._size, size=batch_size)   # 0 = oldest
+        else:
+            if not 0.0 < policy_share <= 1.0:
+                raise ValueError(f"policy_share must lie in (0, 1], got {policy_share!r}")
+            if "has_policy" not in self._data:
+                raise ValueError("policy_share needs positions with a 'has_policy' array")
+            order = (self._next - self._size + np.arange(self._size)) % self.capacity
+            has_p = self._data["has_policy"][order].astype(bool)
+            kinds = [np.flatnonzero(has_p), np.flatnonzero(~has_p)]
+            n_p = int(round(batch_size * policy_share))
+            counts = [n_p, batch_size - n_p]
+            if kinds[0].size == 0 or kinds[1].size == 0:
+                counts = [batch_size, 0] if kinds[0].size else [0, batch_size]
+            logical = np.concatenate([kind[self._rng.integers(0, kind.size, size=c)]
+                                      for kind, c in zip(kinds, counts) if c])
         idx = (self._next - self._size + logical) % self.capacity
         return {k: v[idx] for k, v in self._data.items()}
 

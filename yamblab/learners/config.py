@@ -92,6 +92,14 @@ class TrainConfig(BaseModel):
             states play never visits stay one-turn backups instead of extrapolations, which
             measured runs overestimated first. 0 (default): off. Needs full-turn search and
             the boundary head.
+        policy_share: None (default): the learner's samples are drawn uniformly from the
+            replay buffer. A share in (0, 1]: that share of them is drawn among the positions
+            with a decision to make (dice on the table: the policy's targets) and the rest
+            among the value-only ones (boundary states and the off-path samples above). With
+            32 random states and 8 successors a turn, about 7 % of a Yahtzee game's positions
+            carry a policy target, so uniform batches give the policy head 7 % of the
+            optimiser's samples; a share keeps its part of the learner's work fixed whatever
+            the value samples add.
         distill_oracle: value targets from the exact oracle instead of the game's outcome.
             Off by default: the oracle grades, it does not teach.
         seed: random seed of the learner and self-play.
@@ -128,6 +136,7 @@ class TrainConfig(BaseModel):
     value_target_mix: float = Field(0.0, ge=0.0, le=1.0)
     successor_samples: int = Field(0, ge=0, le=44)
     random_state_samples: int = Field(0, ge=0, le=256)
+    policy_share: float | None = Field(None, gt=0.0, le=1.0)
     distill_oracle: bool = False
     seed: int = Field(0, ge=0, lt=2**63)
 

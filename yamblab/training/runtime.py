@@ -265,7 +265,8 @@ class RayBackend:
         steps = self.cfg.train.steps_for(new_positions)
         if steps <= 0:
             return None
-        return self.learner.train.remote(self.buffer.sample.remote(steps * self.cfg.train.batch_size), lr)
+        draw = self.buffer.sample.remote(steps * self.cfg.train.batch_size, self.cfg.train.policy_share)
+        return self.learner.train.remote(draw, lr)
 
     def buffer_size(self) -> int:
         import ray
@@ -402,7 +403,8 @@ class InProcessBackend(RayBackend):
         steps = self.cfg.train.steps_for(new_positions)
         if steps <= 0:
             return None
-        return _Done(self.learner.train(self.buffer.sample(steps * self.cfg.train.batch_size), lr))
+        draw = self.buffer.sample(steps * self.cfg.train.batch_size, self.cfg.train.policy_share)
+        return _Done(self.learner.train(draw, lr))
 
     def buffer_size(self) -> int:
         return self.buffer.size()

@@ -1,0 +1,129 @@
+"""The learning curves of several training runs of one config (its training seeds), side by side.
+
+Reads each run folder's checkpoint (``checkpoint.pt``: every evaluation's minutes, self-play
+positions and per-game regrets) and prints, for the headline regret (the exact full-turn regret
+where the runs compute it) and the policy head alone, each seed's value at the last evaluation
+at or before each minute mark, with the median and range over the seeds; then draws both
+against minutes and against self-play positions, one line per seed (``--plot``). Pass the run
+folders, or a sweep's runs folder (``runs/sweeps/NAME``: every run in it).
+
+    python benchmarks/seed_curves.py runs/sweeps/yahtzee-seeds [--marks 5 10 15 20 25 30] [--plot FILE.png]
+
+Curves against positions show learning per position apart from the machine's speed: a faster
+machine moves the minute curve left, not the position curve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def load_runs(paths: list[Path]) -> dict[str, list[dict]]:
+    """Run name -> its evaluations, from each folder's checkpoint (a folder without
+    ``checkpoint.pt`` but with run folders inside stands for all of them).
+
+    Raises:
+        SystemExit: a path with no checkpoint in or under it.
+    """
+    from yamblab.model.checkpoint import load_checkpoint
+
+    runs = {}
+    for p in paths:
+        found = [p / "checkpoint.pt"] if (p / "checkpoint.pt").exists() else sorted(p.glob("*/checkpoint.pt"))
+        if not found:
+            sys.exit(f"{p}: no checkpoint.pt in it or in a folder under it")
+        for ckpt in found:
+            runs[ckpt.parent.name] = json.loads(load_checkpoint(ckpt)["evals"])
+    return runs
+
+
+def series(evals: list[dict], which: str) -> np.ndarray:
+    """float64 (k, 3): minutes, self-play positions, regret points/game of each evaluation;
+    ``which``: ``"headline"`` (exact full-turn where computed) or ``"policy"`` (the policy
+    head alone, the ``none`` mode)."""
+    from yamblab.training.summary import POLICY_MODE, regret_series
+
+    if which == "headline":
+        return np.asarray(regret_series(evals)[1], np.float64).reshape(-1, 3)
+    rows = [(e["minutes"], e["positions"], float(np.mean(e["modes"][POLICY_MODE]["per_game_regret"])))
+            for e in evals if POLICY_MODE in (e.get("modes") or {})]
+    return np.asarray(rows, np.float64).reshape(-1, 3)
+
+
+def at_marks(s: np.ndarray, marks: list[float]) -> list[float]:
+    """The regret of the last evaluation at or before each minute mark (nan before the first,
+    and past the run's last evaluation by more than half a minute: a run stopped or still going)."""
+    out = []
+    for m in marks:
+        before = np.flatnonzero(s[:, 0] <= m + 1e-9)
+        late = not len(s) or m > s[-1, 0] + 0.5
+        out.append(float(s[before[-1], 2]) if before.size and not late else float("nan"))
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", type=Path, nargs="+", help="run folders, or a folder of run folders")
+    p.add_argument("--marks", type=float, nargs="+", default=[2.5, 5, 7.5, 10, 15, 20, 25, 30],
+                   help="minute marks of the printed table")
+    p.add_argument("--plot", type=Path, default=None, help="write the figure here (PNG)")
+    a = p.parse_args()
+    runs = load_runs(a.runs)
+    names = sorted(runs)
+    curves = {w: {n: series(runs[n], w) for n in names} for w in ("headline", "policy")}
+    from yamblab.training.summary import regret_series
+
+    head = {"exact_regret": "exact full-turn regret"}.get(regret_series(runs[names[0]])[0], "regret")
+    for w, title in (("headline", head), ("policy", "policy head alone")):
+        if not any(len(s) for s in curves[w].values()):
+            continue
+        print(f"\n{title} (points/game) at the last evaluation by each minute mark")
+        print(f"{'run':<34}" + "".join(f"{m:>8g}" for m in a.marks) + "   M positions at the end")
+        grid = []
+        for n in names:
+            s = curves[w][n]
+            vals = at_marks(s, a.marks) if len(s) else [float("nan")] * len(a.marks)
+            grid.append(vals)
+            end = f"{s[-1, 1] / 1e6:.2f}" if len(s) else "-"
+            print(f"{n:<34}" + "".join(f"{v:>8.2f}" for v in vals) + f"   {end}")
+        g = np.asarray(grid)
+        with np.errstate(all="ignore"):
+            print(f"{'median':<34}" + "".join(f"{v:>8.2f}" for v in np.nanmedian(g, axis=0)))
+            print(f"{'min':<34}" + "".join(f"{v:>8.2f}" for v in np.nanmin(g, axis=0)))
+            print(f"{'max':<34}" + "".join(f"{v:>8.2f}" for v in np.nanmax(g, axis=0)))
+    if a.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for i, n in enumerate(names):
+            for w, style, label in (("headline", "o-", head), ("policy", "s--", "policy head alone")):
+                s = curves[w][n]
+                if len(s):
+                    for ax, x in zip(axes, (s[:, 0], s[:, 1] / 1e6)):
+                        ax.plot(x, s[:, 2], style, color=colors[i % len(colors)], ms=3, lw=1.3,
+                                label=f"{n}: {label}")
+        for ax, xl in zip(axes, ("minutes", "self-play positions (millions)")):
+            ax.set_yscale("log")
+            ax.set_xlabel(xl)
+            ax.set_ylabel("regret per game (points, log scale)")
+            ax.grid(alpha=0.3, which="both")
+        axes[0].legend(fontsize=7, loc="upper right")
+        fig.suptitle(f"{len(names)} training runs: {head} (solid) and the policy head alone (dashed)")
+        fig.tight_layout()
+        tmp = a.plot.with_name(a.plot.name + ".part")
+        fig.savefig(tmp, format="png", dpi=110)
+        tmp.replace(a.plot)
+        print(f"\nwrote {a.plot}")
+
+
+if __name__ == "__main__":
+    main()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -66,6 +67,11 @@ def at_marks(s: np.ndarray, marks: list[float]) -> list[float]:
     return out
 
 
+def label(run: str) -> str:
+    """A sweep trial's folder name without its config digest: ``ARM-seedS``."""
+    return re.sub(r"-[0-9a-f]{12}$", "", run)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", type=Path, nargs="+", help="run folders, or a folder of run folders")
@@ -83,14 +89,15 @@ def main() -> None:
         if not any(len(s) for s in curves[w].values()):
             continue
         print(f"\n{title} (points/game) at the last evaluation by each minute mark")
-        print(f"{'run':<34}" + "".join(f"{m:>8g}" for m in a.marks) + "   M positions at the end")
+        print(f"{'run':<34}" + "".join(f"{m:>8g}" for m in a.marks) + f"{'end':>8}" + "  (min, M positions)")
         grid = []
         for n in names:
             s = curves[w][n]
-            vals = at_marks(s, a.marks) if len(s) else [float("nan")] * len(a.marks)
+            vals = (at_marks(s, a.marks) if len(s) else [float("nan")] * len(a.marks)) \
+                + [float(s[-1, 2]) if len(s) else float("nan")]
             grid.append(vals)
-            end = f"{s[-1, 1] / 1e6:.2f}" if len(s) else "-"
-            print(f"{n:<34}" + "".join(f"{v:>8.2f}" for v in vals) + f"   {end}")
+            end = f"({s[-1, 0]:.1f}, {s[-1, 1] / 1e6:.2f})" if len(s) else ""
+            print(f"{label(n):<34}" + "".join(f"{v:>8.2f}" for v in vals) + f"  {end}")
         g = np.asarray(grid)
         with np.errstate(all="ignore"):
             print(f"{'median':<34}" + "".join(f"{v:>8.2f}" for v in np.nanmedian(g, axis=0)))
@@ -105,12 +112,12 @@ def main() -> None:
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, n in enumerate(names):
-            for w, style, label in (("headline", "o-", head), ("policy", "s--", "policy head alone")):
+            for w, style, what in (("headline", "o-", head), ("policy", "s--", "policy head alone")):
                 s = curves[w][n]
                 if len(s):
                     for ax, x in zip(axes, (s[:, 0], s[:, 1] / 1e6)):
                         ax.plot(x, s[:, 2], style, color=colors[i % len(colors)], ms=3, lw=1.3,
-                                label=f"{n}: {label}")
+                                label=f"{label(n)}: {what}")
         for ax, xl in zip(axes, ("minutes", "self-play positions (millions)")):
             ax.set_yscale("log")
             ax.set_xlabel(xl)

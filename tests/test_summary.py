@@ -57,3 +57,4 @@ def test_seed_curves_reads_each_mark_from_the_last_evaluation_before_it(benchmar
     assert policy[:, 2].tolist() == [36.0, 18.0, 13.0] and policy[:, 1].tolist() == [1000, 2000, 3000]
     got = sc.at_marks(head, [1.0, 2.0, 5.0, 7.0, 7.5])
     assert math.isnan(got[0]) and got[1:4] == [11.2, 1.9, 0.9] and math.isnan(got[4])
+    assert sc.label("cpu-config-seed2-2b15956d56d4") == "cpu-config-seed2" and sc.label("my-run") == "my-run"

@@ -63,6 +63,10 @@ class ReplayBuffer:
         self._size = min(self.capacity, self._size + n)
         self.added += n
 
+    def _slots(self, logical: np.ndarray) -> np.ndarray:
+        """Ring slots of logical positions, int64 like ``logical`` (0 = the oldest kept)."""
+        return (self._next - self._size + logical) % self.capacity
+
     def sample(self, batch_size: int, policy_share: float | None = None) -> dict[str, np.ndarray]:
         """A random batch (with replacement) of ``batch_size`` positions.
 
@@ -88,8 +92,7 @@ class ReplayBuffer:
                 raise ValueError(f"policy_share must lie in (0, 1], got {policy_share!r}")
             if "has_policy" not in self._data:
                 raise ValueError("policy_share needs positions with a 'has_policy' array")
-            order = (self._next - self._size + np.arange(self._size)) % self.capacity
-            has_p = self._data["has_policy"][order].astype(bool)
+            has_p = self._data["has_policy"][self._slots(np.arange(self._size))].astype(bool)
             kinds = [np.flatnonzero(has_p), np.flatnonzero(~has_p)]
             n_p = int(round(batch_size * policy_share))
             counts = [n_p, batch_size - n_p]
@@ -97,14 +100,14 @@ class ReplayBuffer:
                 counts = [batch_size, 0] if kinds[0].size else [0, batch_size]
             logical = np.concatenate([kind[self._rng.integers(0, kind.size, size=c)]
                                       for kind, c in zip(kinds, counts) if c])
-        idx = (self._next - self._size + logical) % self.capacity
+        idx = self._slots(logical)
         return {k: v[idx] for k, v in self._data.items()}
 
     def all(self) -> dict[str, np.ndarray]:
         """Every stored position, oldest first."""
         if self._data is None:
             return {}
-        order = (self._next - self._size + np.arange(self._size)) % self.capacity
+        order = self._slots(np.arange(self._size))
         return {k: v[order] for k, v in self._data.items()}
 
     def state_dict(self) -> dict:

@@ -100,10 +100,12 @@ def test_fused_gradient_norms_match_a_per_parameter_sum(batch):
     for p in learner.net.parameters():
         if p.grad is not None:
             sq += float(p.grad.double().pow(2).sum())
-    # every part is counted (the boundary head is not one of the named parts)
+    # every part is counted, the boundary head too
     head = sum(float(p.grad.double().pow(2).sum()) for p in learner.net.boundary_head.parameters()
                if p.grad is not None)
-    assert got["grad_norm"] == pytest.approx(math.sqrt(sq - head), rel=1e-4)
+    assert head > 0
+    assert got["grad_norm/boundary_head"] == pytest.approx(math.sqrt(head), rel=1e-4)
+    assert got["grad_norm"] == pytest.approx(math.sqrt(sq), rel=1e-4)
 
 
 @pytest.mark.parametrize("cpus,gpu,workers,worker_cpus,learner,evaluator", [
@@ -169,3 +171,61 @@ def test_the_learner_trains_at_the_rate_it_is_given(batch):
     assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(3e-4)
     with pytest.raises(ValueError, match="finite positive"):
         learner.set_lr(float("nan"))
+
+
+def test_split_steps_group_the_positions_by_kind(batch):
+    """train.decision_batch_size: boundary-head steps on positions without dice, transformer
+    steps on positions with dice, each position at most once, the two kinds interleaved."""
+    cfg = TrainConfig(batch_size=16, decision_batch_size=8)
+    learner = Learner(HEAD, cfg)
+    x, _ = batch.to_torch()
+    with_dice = x.dice[:, 0] != 0
+    nb, nd = int((~with_dice).sum()), int(with_dice.sum())
+    assert nb >= 32 and nd >= 16
+    steps = learner._split_batches(with_dice)
+    kinds = [bool(with_dice[idx].all()) for idx in steps]
+    assert all(bool(with_dice[idx].all()) or bool((~with_dice[idx]).all()) for idx in steps)   # never mixed
+    assert kinds.count(False) == nb // 16 and kinds.count(True) == nd // 8
+    assert all(len(idx) == (8 if k else 16) for idx, k in zip(steps, kinds))
+    rows = torch.cat(steps)
+    assert len(set(rows.tolist())) == len(rows)                       # no position twice
+    # interleaved: the decision steps are spread over the pass, not bunched at one end
+    where = [i for i, k in enumerate(kinds) if k]
+    assert where[0] < len(steps) // 2 < where[-1]
+
+
+def test_split_steps_train_each_part_on_its_own_kind(batch):
+    torch.manual_seed(0)
+    cfg = TrainConfig(batch_size=16, decision_batch_size=8, value_target_mix=1.0)
+    learner = Learner(HEAD, cfg)
+    x, _ = batch.to_torch()
+    with_dice = (x.dice[:, 0] != 0).numpy()
+    before = {k: v.clone() for k, v in learner.net.state_dict().items()}
+    m = learner.train_iteration(batch.take(np.flatnonzero(~with_dice)[:64]), health=False)
+    after = learner.net.state_dict()
+    # boundary rows alone: four boundary-head steps, the transformer untouched
+    assert learner.steps == 4 and m["samples"] == 64
+    assert all(torch.equal(before[k], after[k]) for k in before if k.startswith("trunk."))
+    assert not all(torch.equal(before[k], after[k]) for k in before if k.startswith("boundary_head."))
+    assert "boundary" in m and "policy" not in m and "value" not in m
+    # decisions alone: the boundary head untouched (no zero gradients, no AdamW drift)
+    before = {k: v.clone() for k, v in learner.net.state_dict().items()}
+    m = learner.train_iteration(batch.take(np.flatnonzero(with_dice)[:32]), health=False)
+    after = learner.net.state_dict()
+    assert learner.steps == 8
+    assert all(torch.equal(before[k], after[k]) for k in before if k.startswith("boundary_head."))
+    assert not all(torch.equal(before[k], after[k]) for k in before if k.startswith("trunk."))
+    assert "policy" in m and "boundary" not in m and m["policy"] > 0
+    # a mixed draw: both kinds, each loss the mean over its own steps
+    m = learner.train_iteration(batch, health=False)
+    assert m["policy"] > 0 and m["boundary"] > 0 and m["ema_updates"] == learner.steps
+
+
+def test_split_steps_are_refused_where_they_cannot_apply():
+    from yamblab.training.config import RunConfig
+
+    with pytest.raises(ValidationError, match="phasic"):
+        TrainConfig(decision_batch_size=64, phasic=True)
+    with pytest.raises(ValidationError, match="needs model.boundary_head"):
+        RunConfig(game="yahtzee", train={"decision_batch_size": 64})
+    RunConfig(game="yahtzee", model={"boundary_head": True}, train={"decision_batch_size": 64})

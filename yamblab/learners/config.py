@@ -100,6 +100,16 @@ class TrainConfig(BaseModel):
             carry a policy target, so uniform batches give the policy head 7 % of the
             optimiser's samples; a share keeps its part of the learner's work fixed whatever
             the value samples add.
+        decision_batch_size: None (default): every optimiser step takes ``batch_size`` of the
+            drawn positions as they come, so each step runs the transformer on the few with
+            dice among them and the boundary head on the rest. A size (needs
+            ``model.boundary_head``): the drawn positions are split by kind: those without
+            dice train the boundary head alone in steps of ``batch_size`` (the transformer
+            does not run), those with dice (the decisions) train the transformer in steps of
+            this many. A step's cost is mostly the transformer's fixed cost, so the same
+            samples take far fewer transformer steps and far less learner time (measured by
+            ``benchmarks/learner.py --split``); the time saved can go to the policy
+            (``policy_share``). Both kinds count as optimiser steps and update the EMA.
         distill_oracle: value targets from the exact oracle instead of the game's outcome.
             Off by default: the oracle grades, it does not teach.
         seed: random seed of the learner and self-play.
@@ -137,6 +147,7 @@ class TrainConfig(BaseModel):
     successor_samples: int = Field(0, ge=0, le=44)
     random_state_samples: int = Field(0, ge=0, le=256)
     policy_share: float | None = Field(None, gt=0.0, le=1.0)
+    decision_batch_size: int | None = Field(None, ge=1, le=1 << 20)
     distill_oracle: bool = False
     seed: int = Field(0, ge=0, lt=2**63)
 
@@ -148,6 +159,13 @@ class TrainConfig(BaseModel):
                              "train.replay_ratio: optimiser samples per new self-play position "
                              "(epochs × buffer positions / new positions per iteration gives the same load)")
         return data
+
+    @model_validator(mode="after")
+    def _check_split(self) -> "TrainConfig":
+        if self.decision_batch_size is not None and self.phasic:
+            raise ValueError("train.decision_batch_size splits the learner's steps by kind; phasic policy "
+                             "gradient has its own phases: use one of the two")
+        return self
 
     def steps_for(self, new_positions: int) -> int:
         """Optimiser steps that ``new_positions`` new self-play positions pay for:

@@ -19,7 +19,8 @@ from torch import nn
 from yamblab.model.blocks import Attention, SwiGLU
 from yamblab.model.tokenizer import Inputs
 
-PARTS = ("tokenizer", "trunk", "policy_branch", "value_branch", "policy_head", "value_head", "aux")
+PARTS = ("tokenizer", "trunk", "policy_branch", "value_branch", "policy_head", "value_head", "aux",
+         "boundary_head")
 
 
 def grad_norms(net: nn.Module) -> dict[str, float]:

@@ -86,7 +86,20 @@ class Learner:
         self.optimizer.step()
         self.ema.update(self.net)          # after EVERY optimiser step (the YoloYamb post)
         self.steps += 1
-        m = {k: float(v.detach()) for k, v in losses.items()}
+        # A term with no position in this batch is left out of the means (split steps,
+        # train.decision_batch_size: a boundary-head step has no policy, a transformer step no
+        # boundary loss; there the value loss is the boundary head's, reported as `boundary`).
+        with_dice = x.dice[:, 0] != 0
+        absent = set()
+        if not bool(t["has_policy"].any()):
+            absent |= {"policy", "entropy"}
+        if not bool(with_dice.any()):
+            absent |= {"aux_bonus", "aux_straight"}
+            if self.net.boundary_head is not None:
+                absent.add("value")
+        elif self.net.boundary_head is not None and bool(with_dice.all()):
+            absent.add("boundary")
+        m = {k: float(v.detach()) for k, v in losses.items() if k not in absent}
         m.update(gn)
         return m
 
@@ -132,22 +145,27 @@ class Learner:
         acc: dict[str, list[float]] = {}
         trained = 0
 
-        def run_epochs(epochs: int, phase: str, old_logp_all=None):
+        def run_steps(batches, phase: str, old_logp_all=None):
             nonlocal trained
+            for idx in batches:
+                t = {k: v[idx] for k, v in t_all.items()}
+                old = None
+                if old_logp_all is not None:
+                    old = old_logp_all[idx][t["has_policy"]]
+                m = self._step(x_all[idx], t, phase, old)
+                trained += len(idx)
+                for k, v in m.items():
+                    acc.setdefault(f"{phase}/{k}" if phase == "aux" else k, []).append(v)
+
+        def run_epochs(epochs: int, phase: str, old_logp_all=None):
             for _ in range(epochs):
                 perm = torch.as_tensor(self.rng.permutation(n), device=self.device)
-                for s in range(0, n - bs + 1, bs):
-                    idx = perm[s:s + bs]
-                    t = {k: v[idx] for k, v in t_all.items()}
-                    old = None
-                    if old_logp_all is not None:
-                        old = old_logp_all[idx][t["has_policy"]]
-                    m = self._step(x_all[idx], t, phase, old)
-                    trained += bs
-                    for k, v in m.items():
-                        acc.setdefault(f"{phase}/{k}" if phase == "aux" else k, []).append(v)
+                run_steps([perm[s:s + bs] for s in range(0, n - bs + 1, bs)], phase, old_logp_all)
 
-        run_epochs(1, "policy")
+        if cfg.decision_batch_size is not None and self.net.boundary_head is not None:
+            run_steps(self._split_batches(x_all.dice[:, 0] != 0), "policy")
+        else:
+            run_epochs(1, "policy")
         self.iteration += 1
         if cfg.phasic and self.iteration % cfg.phasic_every == 0:
             with torch.no_grad():
@@ -166,6 +184,40 @@ class Learner:
             k = min(n, 512)
             metrics.update(activation_health(self.net, x_all[torch.arange(k, device=self.device)]))
         return metrics
+
+    def _split_batches(self, with_dice: torch.Tensor) -> list[torch.Tensor]:
+        """``train.decision_batch_size``: the sample's rows without dice in shuffled batches of
+        ``batch_size`` (boundary-head steps) and its rows with dice in batches of
+        ``decision_batch_size`` (transformer steps), the two kinds interleaved evenly.
+
+        Args:
+            with_dice: bool (N,), True where a position has dice on the table.
+
+        Returns:
+            index tensors int64, one per optimiser step; a remainder smaller than a full batch
+            is left out (as with mixed batches), unless it is all there is of its kind.
+        """
+        out = []
+        for rows, size in ((~with_dice, self.cfg.batch_size), (with_dice, self.cfg.decision_batch_size)):
+            idx = rows.nonzero(as_tuple=True)[0]
+            m = len(idx)
+            if m == 0:
+                out.append([])
+                continue
+            idx = idx[torch.as_tensor(self.rng.permutation(m), device=idx.device)]
+            size = min(size, m)
+            out.append([idx[s:s + size] for s in range(0, m - size + 1, size)])
+        boundary, decisions = out
+        # Interleave: the k-th of D decision steps follows boundary step ⌊k·B/D⌋.
+        steps, nb, nd = [], len(boundary), len(decisions)
+        j = 0
+        for i, b in enumerate(boundary):
+            steps.append(b)
+            while j < nd and (j + 1) * nb <= (i + 1) * nd:
+                steps.append(decisions[j])
+                j += 1
+        steps.extend(decisions[j:])
+        return steps
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:

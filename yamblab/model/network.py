@@ -126,8 +126,12 @@ class YambNet(nn.Module):
             bonus, straight = self.aux(tok)
         bv = None
         if self.boundary_head is not None:
-            bv = self.boundary_head(x.columns, x.column_features)
-            value = torch.where(x.dice[:, 0] == 0, bv.to(value.dtype), value)
+            # Only when some position has no dice: a batch of decisions alone leaves the
+            # boundary head out (no zero gradients for it, so AdamW does not move it).
+            nod = x.dice[:, 0] == 0
+            if bool(nod.any()):
+                bv = self.boundary_head(x.columns, x.column_features)
+                value = torch.where(nod, bv.to(value.dtype), value)
         return NetOutput(logits, value, vl, bonus, straight, bv)
 
     # ------------------------------------------------------------------ helpers

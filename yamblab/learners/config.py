@@ -108,7 +108,7 @@ class TrainConfig(BaseModel):
             does not run), those with dice (the decisions) train the transformer in steps of
             this many. A step's cost is mostly the transformer's fixed cost, so the same
             samples take far fewer transformer steps and far less learner time (measured by
-            ``benchmarks/learner.py --split``); the time saved can go to the policy
+            ``benchmarks/learner_split.py``); the time saved can go to the policy
             (``policy_share``). Both kinds count as optimiser steps and update the EMA.
         distill_oracle: value targets from the exact oracle instead of the game's outcome.
             Off by default: the oracle grades, it does not teach.

@@ -28,10 +28,9 @@ from yamblab.training.config import load_run_config
 def seconds_per_iteration(cfg, train, buffer: ReplayBuffer, new_positions: int, repeats: int) -> tuple[float, int, int]:
     """Median learner seconds for one iteration's draw; also its steps and samples with dice."""
     learner = Learner(cfg.model, train)
-    steps = train.steps_for(new_positions)
     times, n_steps, n_dice = [], 0, 0
     for r in range(repeats + 1):                           # the first pass warms up
-        batch = samples_from_dict(buffer.sample(steps * train.batch_size, train.policy_share))
+        batch = samples_from_dict(buffer.sample(train.samples_for(new_positions), train.policy_share))
         s0, t0 = learner.steps, time.perf_counter()
         learner.train_iteration(batch, health=False)
         if r:

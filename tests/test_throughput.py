@@ -59,11 +59,18 @@ def test_boundary_rows_skip_the_transformer_and_the_rest_is_unchanged(batch):
     lf = compute_losses(net._forward_all(x, False), x, t, TRAIN, net.bin_centers, HEAD.value_max)
     for k in ("policy", "value", "boundary", "entropy", "aux_straight"):
         assert float(ls[k].detach()) == pytest.approx(float(lf[k].detach()), rel=1e-4, abs=1e-5), k
+    # the auxiliary phase's objective (policy_terms=False): value and aux terms alone
+    la = compute_losses(net(x), x, t, TRAIN, net.bin_centers, HEAD.value_max, policy_terms=False)
+    want = TRAIN.value_coef * la["value"] + TRAIN.aux_coef * (la["aux_bonus"] + la["aux_straight"])
+    assert float(la["total"]) == pytest.approx(float(want), rel=1e-5)
+    assert float(la["total"]) != pytest.approx(float(ls["total"]), rel=1e-3)
     # a batch of boundary rows alone does not touch the transformer's weights
     net.zero_grad()
     out = net(x[nod])
-    compute_losses(out, x[nod], {k: v[nod] for k, v in t.items()}, TRAIN, net.bin_centers,
-                   HEAD.value_max)["total"].backward()
+    only = compute_losses(out, x[nod], {k: v[nod] for k, v in t.items()}, TRAIN, net.bin_centers,
+                          HEAD.value_max)
+    assert set(only) == {"total", "boundary"}        # no term reported for positions it lacks
+    only["total"].backward()
     assert all(p.grad is None for p in net.trunk.parameters())
     assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in net.boundary_head.parameters())
 
@@ -74,6 +81,7 @@ def test_replay_ratio_sets_the_optimiser_steps(batch):
     assert cfg.steps_for(0) == 0
     assert cfg.steps_for(1) == 1
     assert cfg.steps_for(1000) == math.ceil(2.5 * 1000 / 64) == 40
+    assert cfg.samples_for(1000) == 40 * 64 and cfg.samples_for(0) == 0
     m = learner.train_iteration(batch.take(slice(0, 128)), health=False)
     assert learner.steps == 2 and m["samples"] == 128 and m["samples_total"] == 128
     assert learner.state_dict()["samples_trained"] == 128

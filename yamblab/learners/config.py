@@ -174,6 +174,12 @@ class TrainConfig(BaseModel):
             return 0
         return max(1, math.ceil(self.replay_ratio * new_positions / self.batch_size))
 
+    def samples_for(self, new_positions: int) -> int:
+        """Positions the runtime draws from the replay buffer for one learner call after
+        ``new_positions`` new self-play positions: :meth:`steps_for` × ``batch_size`` (0 when
+        there are none)."""
+        return self.steps_for(new_positions) * self.batch_size
+
     def lr_at(self, progress: float) -> float:
         """The learning rate at ``progress`` (0 at the start of the run, 1 at its end; values
         outside are clipped), per :attr:`lr_schedule`."""

@@ -68,11 +68,11 @@ class Learner:
     def _step(self, x, t, phase: str, old_logp=None) -> dict[str, float]:
         cfg = self.cfg
         out = self.net(x, detach_value_trunk=(cfg.phasic and phase == "policy"))
-        losses = compute_losses(out, x, t, cfg, self.net.bin_centers, self.model_cfg.value_max)
+        losses = compute_losses(out, x, t, cfg, self.net.bin_centers, self.model_cfg.value_max,
+                                policy_terms=(phase != "aux"))
         loss = losses["total"]
         if phase == "aux":
             # PPG auxiliary phase: value + aux losses through the trunk, policy held by cloning.
-            loss = cfg.value_coef * losses["value"] + cfg.aux_coef * (losses["aux_bonus"] + losses["aux_straight"])
             has_p = t["has_policy"]
             if has_p.any() and old_logp is not None:
                 logp = masked_log_softmax(out.logits[has_p], x.legal[has_p])
@@ -86,20 +86,9 @@ class Learner:
         self.optimizer.step()
         self.ema.update(self.net)          # after EVERY optimiser step (the YoloYamb post)
         self.steps += 1
-        # A term with no position in this batch is left out of the means (split steps,
-        # train.decision_batch_size: a boundary-head step has no policy, a transformer step no
-        # boundary loss; there the value loss is the boundary head's, reported as `boundary`).
-        with_dice = x.dice[:, 0] != 0
-        absent = set()
-        if not bool(t["has_policy"].any()):
-            absent |= {"policy", "entropy"}
-        if not bool(with_dice.any()):
-            absent |= {"aux_bonus", "aux_straight"}
-            if self.net.boundary_head is not None:
-                absent.add("value")
-        elif self.net.boundary_head is not None and bool(with_dice.all()):
-            absent.add("boundary")
-        m = {k: float(v.detach()) for k, v in losses.items() if k not in absent}
+        # compute_losses leaves out a term with no position in this batch, so the step means
+        # average each term over the steps that trained it (split steps).
+        m = {k: float(v.detach()) for k, v in losses.items()}
         m.update(gn)
         return m
 
@@ -118,7 +107,7 @@ class Learner:
         """One pass over ``samples`` in optimiser steps of ``batch_size`` positions, at learning
         rate ``lr`` when given (else the optimiser's current one).
 
-        The runtime draws ``TrainConfig.steps_for(new positions) × batch_size`` samples uniformly from the
+        The runtime draws ``TrainConfig.samples_for(new positions)`` samples uniformly from the
         replay buffer, so one pass makes the configured replay ratio. With phasic policy
         gradient, every ``phasic_every`` calls an auxiliary phase of ``phasic_aux_epochs`` passes
         follows.

@@ -34,29 +34,36 @@ def policy_entropy(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
 
 
 def compute_losses(out: NetOutput, x: Inputs, t: dict, cfg, centers: torch.Tensor,
-                   value_max: float) -> dict[str, torch.Tensor]:
+                   value_max: float, policy_terms: bool = True) -> dict[str, torch.Tensor]:
     """All loss terms and their weighted total.
 
     Args:
         out: the network's output on ``x``; t: targets from
             :meth:`~yamblab.learners.samples.SampleBatch.to_torch`; cfg: a
-            :class:`~yamblab.learners.config.TrainConfig`; centers: value-bin centres.
+            :class:`~yamblab.learners.config.TrainConfig`; centers: value-bin centres;
+            policy_terms: False leaves the policy and entropy terms out of ``total`` (the
+            auxiliary phase of phasic policy gradient trains value and aux heads alone; the
+            terms are still reported).
 
     Returns:
-        dict of scalar tensors: ``total``, ``policy``, ``value`` (with a boundary head: its
-        squared error on the positions without dice plus the main head's loss on the others),
-        ``boundary``, ``entropy``, ``aux_bonus``, ``aux_straight`` (the aux terms are zero
-        without aux heads).
+        dict of scalar tensors: ``total`` always, and each term that had positions in the
+        batch: ``policy`` and ``entropy`` (positions with a policy target), ``value`` (the main
+        value head's positions: with a boundary head those with dice, and then the boundary
+        term is added in), ``boundary`` (a boundary head's positions without dice: squared
+        error in units of ``BOUNDARY_LOSS_SCALE`` points), ``aux_bonus`` (positions the
+        transformer saw) and ``aux_straight`` (positions with dice), the aux terms only with aux
+        heads. A term with no position is left out rather than reported as zero, so that step
+        means (:meth:`~yamblab.learners.learner.Learner.train_iteration`) average it over the
+        steps that trained it (split steps, ``TrainConfig.decision_batch_size``).
     """
     has_p = t["has_policy"]
     zero = out.value.new_zeros(())
+    terms: dict[str, torch.Tensor] = {}
     if has_p.any():
         lg, lgl, tp = out.logits[has_p], x.legal[has_p], t["policy"][has_p]
         logp = masked_log_softmax(lg, lgl)
-        policy = -(tp * logp).sum(dim=-1).mean()
-        entropy = policy_entropy(lg, lgl).mean()
-    else:
-        policy = entropy = zero
+        terms["policy"] = -(tp * logp).sum(dim=-1).mean()
+        terms["entropy"] = policy_entropy(lg, lgl).mean()
     vl, vt = out.value_logits, t["value"]
     boundary = zero
     if out.boundary_value is not None:
@@ -64,26 +71,30 @@ def compute_losses(out: NetOutput, x: Inputs, t: dict, cfg, centers: torch.Tenso
         # BOUNDARY_LOSS_SCALE points); the main value head learns the positions with dice.
         nod = x.dice[:, 0] == 0
         if nod.any():
-            boundary = (((out.boundary_value[nod] - vt[nod]) / BOUNDARY_LOSS_SCALE) ** 2).mean()
+            boundary = terms["boundary"] = (((out.boundary_value[nod] - vt[nod]) / BOUNDARY_LOSS_SCALE) ** 2).mean()
         vl, vt = vl[~nod], vt[~nod]
     if vl.shape[0] == 0:
-        value = zero
-    elif vl.shape[1] > 1:
-        target = two_hot(vt.to(vl.dtype), centers.to(vl.dtype))
-        value = -(target * vl.log_softmax(dim=-1)).sum(dim=-1).mean()
+        value = boundary
     else:
-        value = F.mse_loss(vl[:, 0], vt / value_max)
-    value = value + boundary
-    aux_b = aux_s = zero
+        if vl.shape[1] > 1:
+            target = two_hot(vt.to(vl.dtype), centers.to(vl.dtype))
+            value = -(target * vl.log_softmax(dim=-1)).sum(dim=-1).mean()
+        else:
+            value = F.mse_loss(vl[:, 0], vt / value_max)
+        value = terms["value"] = value + boundary
+    aux = zero
     if out.bonus_logit is not None:
         rows = out.trunk_rows          # positions the transformer (and so the aux heads) saw
         if rows is None:
-            aux_b = F.binary_cross_entropy_with_logits(out.bonus_logit, t["bonus"])
+            terms["aux_bonus"] = F.binary_cross_entropy_with_logits(out.bonus_logit, t["bonus"])
         elif rows.any():
-            aux_b = F.binary_cross_entropy_with_logits(out.bonus_logit[rows], t["bonus"][rows])
+            terms["aux_bonus"] = F.binary_cross_entropy_with_logits(out.bonus_logit[rows], t["bonus"][rows])
         has_dice = x.dice[:, 0] > 0
         if has_dice.any():
-            aux_s = F.cross_entropy(out.straight_logits[has_dice], longest_straight(x.dice[has_dice]))
-    total = policy + cfg.value_coef * value + cfg.aux_coef * (aux_b + aux_s) - cfg.entropy_coef * entropy
-    return {"total": total, "policy": policy, "value": value, "boundary": boundary, "entropy": entropy,
-            "aux_bonus": aux_b, "aux_straight": aux_s}
+            terms["aux_straight"] = F.cross_entropy(out.straight_logits[has_dice],
+                                                    longest_straight(x.dice[has_dice]))
+        aux = terms.get("aux_bonus", zero) + terms.get("aux_straight", zero)
+    total = cfg.value_coef * value + cfg.aux_coef * aux
+    if policy_terms:
+        total = total + terms.get("policy", zero) - cfg.entropy_coef * terms.get("entropy", zero)
+    return {"total": total, **terms}

@@ -262,10 +262,10 @@ class RayBackend:
         """Start the learner on ``replay_ratio × new_positions`` samples drawn from the buffer,
         at learning rate ``lr`` (None: unchanged); returns the call's reference (None when
         there is nothing to train on)."""
-        steps = self.cfg.train.steps_for(new_positions)
-        if steps <= 0:
+        n = self.cfg.train.samples_for(new_positions)
+        if n == 0:
             return None
-        draw = self.buffer.sample.remote(steps * self.cfg.train.batch_size, self.cfg.train.policy_share)
+        draw = self.buffer.sample.remote(n, self.cfg.train.policy_share)
         return self.learner.train.remote(draw, lr)
 
     def buffer_size(self) -> int:
@@ -400,10 +400,10 @@ class InProcessBackend(RayBackend):
         return [e["stats"].value for e in batch]
 
     def start_training(self, new_positions: int, lr: float | None = None):
-        steps = self.cfg.train.steps_for(new_positions)
-        if steps <= 0:
+        n = self.cfg.train.samples_for(new_positions)
+        if n == 0:
             return None
-        draw = self.buffer.sample(steps * self.cfg.train.batch_size, self.cfg.train.policy_share)
+        draw = self.buffer.sample(n, self.cfg.train.policy_share)
         return _Done(self.learner.train(draw, lr))
 
     def buffer_size(self) -> int:

@@ -159,6 +159,10 @@ def test_run_config_names_the_game_options():
         RunConfig(game="yamb", columns=["free"], train={"random_state_samples": 4})
     with pytest.raises(ValueError, match="needs search.depth full_turn and model.boundary_head"):
         RunConfig(size="tiny", train={"random_state_samples": 4})               # no boundary head
+    for mix in ({"value_target_mix": 0.5}, {"value_target_mix_final": 1.0}):
+        with pytest.raises(ValueError, match="search.depth none searches nothing"):
+            RunConfig(search={"depth": "none"}, train=mix)
+    assert RunConfig(search={"depth": "one_step"}, train={"value_target_mix": 0.5}).train.value_target_mix == 0.5
     with pytest.raises(ValueError, match="not a yamb bot"):
         RunConfig(game="yamb", train={"bot": "oracle", "bot_share": 0.2})     # 4 columns: no oracle
     with pytest.raises(ValueError, match="not a yahtzee bot"):

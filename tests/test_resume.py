@@ -122,3 +122,22 @@ def test_a_run_carried_on_after_its_driver_died_logs_what_an_unbroken_run_logs(t
     assert [r.info.run_id for r in tracker.client.search_runs([tracker.experiment_id])] == [run.run_id]
     assert tracker.client.get_run(run.run_id).info.status == "FINISHED"
     assert logged(tracker, run.run_id) == want
+
+
+def test_self_play_batches_take_the_annealed_value_target_mix(tmp_path, tiny_config):
+    """train.value_target_mix_final: each iteration's games take λ where the run's clock stood
+    when they started (here iterations: 3 iterations, so the clock reads 0, 1/3 and 2/3), and
+    the run logs it."""
+    import math
+
+    from yamblab.training.config import apply_overrides
+    from yamblab.training.runtime import TrainingRun
+
+    cfg = apply_overrides(tiny_config, {"runtime.actors": "in_process", "runtime.max_policy_lag": 0,
+                                        "runtime.iterations": 3, "runtime.eval_every": 3, "runtime.eval_games": 2,
+                                        "train.games_per_iteration": 2, "train.value_target_mix": 0.5,
+                                        "train.value_target_mix_final": 1.0}, "test")
+    run = TrainingRun(cfg, tmp_path / "run", progress=False)
+    run.run()
+    want = [1.0 - 0.5 * 0.5 * (1 + math.cos(math.pi * p)) for p in (0, 1 / 3, 2 / 3)]    # 0.5, 0.625, 0.875
+    assert [h["selfplay.value_target_mix"] for h in run.history] == pytest.approx(want)

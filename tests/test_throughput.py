@@ -172,6 +172,35 @@ def test_cosine_learning_rate_schedule():
         TrainConfig(lr_schedule="step")
 
 
+def test_value_target_mix_anneals_on_the_learning_rate_clock():
+    """train.value_target_mix_final: λ moves from value_target_mix to it along a half cosine of
+    the run's progress (clipped to [0, 1]); without it λ stays put."""
+    assert TrainConfig(value_target_mix=0.7).value_target_mix_at(0.9) == 0.7
+    cfg = TrainConfig(value_target_mix=0.7, value_target_mix_final=1.0)
+    assert cfg.value_target_mix_at(0.0) == pytest.approx(0.7)
+    assert cfg.value_target_mix_at(0.5) == pytest.approx(0.85)          # the cosine's midpoint: the mean
+    assert cfg.value_target_mix_at(1.0) == pytest.approx(1.0)
+    assert cfg.value_target_mix_at(-2.0) == pytest.approx(0.7) and cfg.value_target_mix_at(3.0) == pytest.approx(1.0)
+    lams = [cfg.value_target_mix_at(p) for p in np.linspace(0, 1, 11)]
+    assert all(a <= b for a, b in zip(lams, lams[1:]))
+    with pytest.raises(ValidationError):
+        TrainConfig(value_target_mix_final=1.5)
+
+
+def test_self_play_takes_the_value_target_mix_it_is_given():
+    """play_games(value_target_mix=λ) overrides the config's λ, and the targets are linear in
+    it: λ = 0.5 lies halfway between the outcome targets (λ = 0) and the search values (λ = 1)
+    on the same games."""
+    sp = SelfPlay(HEAD, TrainConfig(value_target_mix=0.5), SearchConfig(depth="full_turn"), OFFICIAL)
+    outcome, _ = sp.play_games(2, seed=4, value_target_mix=0.0)
+    searched, _ = sp.play_games(2, seed=4, value_target_mix=1.0)
+    half, _ = sp.play_games(2, seed=4)
+    np.testing.assert_array_equal(outcome.dice, searched.dice)            # the same games
+    assert np.abs(outcome.value_target - searched.value_target).max() > 1.0
+    np.testing.assert_allclose(half.value_target, 0.5 * (outcome.value_target + searched.value_target),
+                               rtol=1e-5, atol=1e-3)
+
+
 def test_the_learner_trains_at_the_rate_it_is_given(batch):
     learner = Learner(HEAD, TrainConfig(batch_size=64, lr=1e-3))
     m = learner.train_iteration(batch.take(slice(0, 64)), health=False, lr=3e-4)

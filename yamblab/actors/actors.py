@@ -101,11 +101,13 @@ class SelfPlayWorker:
         self.selfplay = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.game_obj, device="cpu")
         self.loads = 0
 
-    def play(self, version: int, weights: list, n: int, seed: int, first_game: int, n_bot: int = 0):
+    def play(self, version: int, weights: list, n: int, seed: int, first_game: int, n_bot: int = 0,
+             value_target_mix: float | None = None):
         """Play ``n`` games (game numbers ``first_game`` …) with weights ``version``.
 
         Args:
             weights: ``[ObjectRef or state_dict]``; fetched only when ``version`` is new.
+            value_target_mix: λ of these games' value targets (None: the config's).
 
         Returns:
             ``(samples dict, stats dict)``.
@@ -119,7 +121,8 @@ class SelfPlayWorker:
             self.selfplay.set_weights(w, version)
             self.loads += 1
         t0 = time.perf_counter()
-        samples, stats = self.selfplay.play_games(n, seed, first_game=first_game, n_bot=n_bot)
+        samples, stats = self.selfplay.play_games(n, seed, first_game=first_game, n_bot=n_bot,
+                                                   value_target_mix=value_target_mix)
         stats = {**stats, "worker": self.worker_id, "version": version, "busy_seconds": time.perf_counter() - t0}
         return samples_to_dict(samples), stats
 

@@ -80,6 +80,13 @@ class TrainConfig(BaseModel):
             turn's dice of its points plus the network's value of where it ends; with dice:
             the best Q), a bootstrapped target with far less dice noise. Self-play only: the
             oracle is not involved.
+        value_target_mix_final: None (default): λ stays :attr:`value_target_mix` all run. A
+            value: λ moves from :attr:`value_target_mix` at the start of the run to this at its
+            end along the learning rate's half cosine and clock (see :meth:`value_target_mix_at`),
+            whatever :attr:`lr_schedule` is. Outcome-anchored targets (λ < 1) reach the early
+            turns at once where one-turn bootstrapped values creep back a turn at a time, but
+            carry the dice's noise: on the ``jamb_nn`` card λ = 0.7 led λ = 1 by 80-106 points
+            in the first 15 minutes and fell behind it later (docs/yamb.md). Needs search.
         successor_samples: per turn start, this many of the turn's other possible successor
             boundary states (chosen at random) are also trained on, with the bootstrapped
             target of :attr:`value_target_mix` (their full-turn search value with the playing
@@ -144,6 +151,7 @@ class TrainConfig(BaseModel):
     bot_share: float = Field(0.0, ge=0.0, le=1.0)
     bot_taper_iterations: int = Field(10, ge=1, le=1_000_000)
     value_target_mix: float = Field(0.0, ge=0.0, le=1.0)
+    value_target_mix_final: float | None = Field(None, ge=0.0, le=1.0)
     successor_samples: int = Field(0, ge=0, le=44)
     random_state_samples: int = Field(0, ge=0, le=256)
     policy_share: float | None = Field(None, gt=0.0, le=1.0)
@@ -187,6 +195,17 @@ class TrainConfig(BaseModel):
             return self.lr
         p = min(1.0, max(0.0, float(progress)))
         return self.lr * (self.lr_final + (1.0 - self.lr_final) * 0.5 * (1.0 + math.cos(math.pi * p)))
+
+    def value_target_mix_at(self, progress: float) -> float:
+        """λ of the value targets at ``progress`` (0 at the start of the run, 1 at its end; values
+        outside are clipped): :attr:`value_target_mix` throughout without
+        :attr:`value_target_mix_final`, else ``λf + (λ0 − λf)(1 + cos πp) / 2``, the learning
+        rate's half cosine (:meth:`lr_at`) from λ0 = ``value_target_mix`` to λf."""
+        if self.value_target_mix_final is None:
+            return self.value_target_mix
+        p = min(1.0, max(0.0, float(progress)))
+        lo, hi = self.value_target_mix_final, self.value_target_mix
+        return lo + (hi - lo) * 0.5 * (1.0 + math.cos(math.pi * p))
 
     def bot_share_at(self, iteration: int) -> float:
         """Share of bot games at ``iteration`` (0-based): linear taper to 0."""

@@ -102,13 +102,16 @@ class SelfPlay:
 
     @torch.no_grad()
     def play_games(self, n: int, seed: int, first_game: int = 0, n_bot: int = 0,
-                   noise: bool = True) -> tuple[SampleBatch, dict]:
+                   noise: bool = True, value_target_mix: float | None = None) -> tuple[SampleBatch, dict]:
         """Play ``n`` games (dice seed ``seed``, game numbers ``first_game`` …).
 
         Args:
             n_bot: the first ``n_bot`` games are played by the baseline bot; their positions
                 get a one-hot policy target on the bot's move.
             noise: Dirichlet noise in the prior (training); False for noise-free play.
+            value_target_mix: λ of these games' value targets (the runtime's schedule,
+                :meth:`~yamblab.learners.config.TrainConfig.value_target_mix_at`); None: the
+                config's ``value_target_mix``.
 
         Returns:
             ``(samples, stats)``: stats has ``score_mean`` (network games), ``bot_score_mean``,
@@ -201,8 +204,9 @@ class SelfPlay:
         bonus = game.bonus_reached(batch)
         owner = np.concatenate(owners)
         value_target = final[owner] - np.concatenate(totals_at)
-        if cfg.value_target_mix > 0 and search is not None:
-            value_target = self._mix_search_values(value_target, backups, search, parts, owners)
+        lam = cfg.value_target_mix if value_target_mix is None else float(value_target_mix)
+        if lam > 0 and search is not None:
+            value_target = self._mix_search_values(value_target, backups, owners, lam)
         samples = SampleBatch.from_parts(
             EncodedBatch(**{f.name: np.concatenate([getattr(p[0], f.name) for p in parts])
                             for f in fields(EncodedBatch)}),
@@ -228,15 +232,16 @@ class SelfPlay:
         }
         return samples, stats
 
-    def _mix_search_values(self, outcome, backups, search, parts, owners) -> np.ndarray:
-        """``(1 - λ) · outcome + λ · search value`` with λ = ``value_target_mix``.
+    @staticmethod
+    def _mix_search_values(outcome, backups, owners, lam: float) -> np.ndarray:
+        """``(1 - λ) · outcome + λ · search value`` with λ = ``lam`` (float64 points, one per
+        position).
 
         The search value of a turn's start is the exact expectation over the turn's dice of its
         points plus the network's own value of where the turn ends (a one-turn bootstrapped,
         TD-style target from the network's own search: no oracle); of a position with dice, the
         best action's Q. Positions whose search value is unknown keep the outcome.
         """
-        lam = float(self.cfg.value_target_mix)
         vals = []
         for (kind, data), owner in zip(backups, owners):
             if kind == "q":

@@ -338,6 +338,11 @@ class RunConfig(BaseModel):
         if self.train.random_state_samples and (self.search.depth != "full_turn" or not self.model.boundary_head):
             raise ValueError("train.random_state_samples trains the boundary head on full-turn search values: "
                              "it needs search.depth full_turn and model.boundary_head true (or set it to 0)")
+        if self.search.depth == "none" and (self.train.value_target_mix > 0 or self.train.value_target_mix_final):
+            raise ValueError("train.value_target_mix mixes the network's own search values into the value targets: "
+                             "search.depth none searches nothing, so the targets would stay the outcomes; use "
+                             "search.depth one_step or full_turn, or set train.value_target_mix (and "
+                             "train.value_target_mix_final) to 0")
         if self.train.decision_batch_size is not None and not self.model.boundary_head:
             raise ValueError("train.decision_batch_size splits the learner's steps into boundary-head steps and "
                              "transformer steps: it needs model.boundary_head true (or leave it unset)")

@@ -222,7 +222,7 @@ class RayBackend:
 
     def _start(self, i: int, job: dict, version, weights) -> dict:
         s_ref, st_ref = self.workers[i].play.options(num_returns=2).remote(
-            version, weights, job["n"], job["seed"], job["first_game"], job["n_bot"])
+            version, weights, job["n"], job["seed"], job["first_game"], job["n_bot"], job.get("value_target_mix"))
         return {"worker": i, "job": job, "samples": s_ref, "stats": st_ref, "version": version, "weights": weights}
 
     def collect(self, batch: list[dict]) -> list[dict]:
@@ -390,7 +390,8 @@ class InProcessBackend(RayBackend):
         return self.learner.weights(store=False)
 
     def _start(self, i: int, job: dict, version, weights) -> dict:
-        samples, stats = self.workers[i].play(version, weights, job["n"], job["seed"], job["first_game"], job["n_bot"])
+        samples, stats = self.workers[i].play(version, weights, job["n"], job["seed"], job["first_game"],
+                                              job["n_bot"], job.get("value_target_mix"))
         return {"worker": i, "job": job, "samples": _Done(samples), "stats": _Done(stats), "version": version,
                 "weights": weights}
 
@@ -577,14 +578,16 @@ class TrainingRun:
     def _jobs(self, j: int) -> list[dict]:
         """The self-play jobs of batch ``j`` (0-based: the games of iteration ``j + 1``):
         game numbers ``j × games_per_iteration`` onwards, so a batch replayed after a crash or
-        a resume plays the same games and none is counted twice."""
+        a resume plays the same games and none is counted twice. Their value targets take λ
+        (``train.value_target_mix``) where the run's clock stands when they start."""
         cfg, rt = self.cfg, self.backend.cfg.runtime
         n = cfg.train.games_per_iteration
         n_bot = int(round(cfg.train.bot_share_at(j) * n))
+        mix = cfg.train.value_target_mix_at(self.progress_fraction())
         jobs, first = [], j * n
         for size in _chunks(n, max(1, self.backend.n_workers * rt.max_in_flight)):
             jobs.append({"n": size, "seed": cfg.train.seed, "first_game": first,
-                         "n_bot": max(0, min(size, n_bot - (first - j * n)))})
+                         "n_bot": max(0, min(size, n_bot - (first - j * n))), "value_target_mix": mix})
             first += size
         return jobs
 
@@ -644,6 +647,8 @@ class TrainingRun:
             "selfplay.games_per_s": n / max(play_busy, 1e-9), "selfplay.busy_seconds": play_busy,
             "selfplay.bot_games": int(round(cfg.train.bot_share_at(self.iteration - 1) * n)),
             "selfplay.policy_lag": k - weights_trainings,
+            **({"selfplay.value_target_mix": float(batch[0]["job"]["value_target_mix"])}
+               if cfg.train.value_target_mix_final is not None and batch else {}),
             "train.samples_per_s": train.get("samples", 0.0) / max(train.get("seconds", 0.0), 1e-9),
             "time.wait_selfplay": t_wait, "time.wait_learner": t_train,
             "utilisation.selfplay": play_busy / max(wall * self.backend.n_workers, 1e-9),

@@ -14,6 +14,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
+def half_cosine(progress: float) -> float:
+    """The weight ``(1 + cos πp) / 2`` of a half-cosine schedule (Loshchilov & Hutter 2017, SGDR,
+    without restarts): 1 at progress ``p = 0``, falling to 0 at ``p = 1``; ``progress`` outside
+    [0, 1] is clipped. A schedule from ``start`` to ``end`` is ``end + (start − end) × weight``
+    (:meth:`TrainConfig.lr_at`, :meth:`TrainConfig.value_target_mix_at`)."""
+    p = min(1.0, max(0.0, float(progress)))
+    return 0.5 * (1.0 + math.cos(math.pi * p))
+
+
 class SearchConfig(BaseModel):
     """How moves are valued during self-play and evaluation.
 
@@ -193,8 +202,7 @@ class TrainConfig(BaseModel):
         outside are clipped), per :attr:`lr_schedule`."""
         if self.lr_schedule == "constant":
             return self.lr
-        p = min(1.0, max(0.0, float(progress)))
-        return self.lr * (self.lr_final + (1.0 - self.lr_final) * 0.5 * (1.0 + math.cos(math.pi * p)))
+        return self.lr * (self.lr_final + (1.0 - self.lr_final) * half_cosine(progress))
 
     def value_target_mix_at(self, progress: float) -> float:
         """λ of the value targets at ``progress`` (0 at the start of the run, 1 at its end; values
@@ -203,9 +211,8 @@ class TrainConfig(BaseModel):
         rate's half cosine (:meth:`lr_at`) from λ0 = ``value_target_mix`` to λf."""
         if self.value_target_mix_final is None:
             return self.value_target_mix
-        p = min(1.0, max(0.0, float(progress)))
         lo, hi = self.value_target_mix_final, self.value_target_mix
-        return lo + (hi - lo) * 0.5 * (1.0 + math.cos(math.pi * p))
+        return lo + (hi - lo) * half_cosine(progress)
 
     def bot_share_at(self, iteration: int) -> float:
         """Share of bot games at ``iteration`` (0-based): linear taper to 0."""

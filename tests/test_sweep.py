@@ -240,6 +240,14 @@ def test_seed_spread_widens_the_interval():
     assert rows[1]["seed_means"][0] < rows[1]["seed_means"][1]
 
 
+def test_per_seed_means_print_with_the_tables_two_decimals():
+    """Exact regrets of 0.14 and 0.16 a game must not print as 0.1, 0.2 under a table that
+    shows two decimals."""
+    base = ArmResult("base", np.array([[0.13, 0.15], [0.15, 0.17]]), [0, 1])
+    text = format_table(summarise({"base": base}, "base"), "base")
+    assert "per-seed mean  base: 0.14, 0.16" in text
+
+
 def _judge_spec(tmp_path, **extra):
     import yaml
 

@@ -52,7 +52,7 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
         else:
             lines.append(f"{lead} {'':>14s} {'':>18s} {'':>6s}  {r.get('note', '')}".rstrip())
     spread = [f"{r['arm']}" + (f" [{r['mode']}]" if r.get("mode") else "") + ": "
-              + ", ".join(f"{v:.1f}" for v in r["seed_means"]) for r in rows if len(r.get("seed_means", [])) > 1]
+              + ", ".join(f"{v:.2f}" for v in r["seed_means"]) for r in rows if len(r.get("seed_means", [])) > 1]
     lines.append("")
     if loss != "regret":
         lines.append(f"Each game's number: {loss} on the same dice (this card has no exact oracle).")

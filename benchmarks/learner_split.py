@@ -41,6 +41,18 @@ def seconds_per_iteration(cfg, train, buffer: ReplayBuffer, new_positions: int, 
     return times[len(times) // 2], n_steps, n_dice
 
 
+def iteration_buffer(cfg, games: int):
+    """One iteration's self-play games of ``cfg`` (a fresh network, seed 1) and a replay buffer
+    holding exactly them: ``(SampleBatch, ReplayBuffer)``."""
+    sp = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.game_obj, device="cpu")
+    version, w = Learner(cfg.model, cfg.train).get_weights()
+    sp.set_weights(w, version)
+    samples, _ = sp.play_games(games, seed=1)
+    buffer = ReplayBuffer(len(samples), seed=0)
+    buffer.add(samples_to_dict(samples))
+    return samples, buffer
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-c", "--config", default="configs/yahtzee-cpu.yaml", help="run config (needs model.boundary_head)")
@@ -52,12 +64,7 @@ def main() -> None:
     cfg = load_run_config(args.config)
     if not cfg.model.boundary_head:
         p.error(f"{args.config}: split steps need model.boundary_head true")
-    sp = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.game_obj, device="cpu")
-    version, w = Learner(cfg.model, cfg.train).get_weights()
-    sp.set_weights(w, version)
-    samples, _ = sp.play_games(args.games, seed=1)
-    buffer = ReplayBuffer(len(samples), seed=0)
-    buffer.add(samples_to_dict(samples))
+    samples, buffer = iteration_buffer(cfg, args.games)
     share = float(samples.has_policy.mean())
     print(f"{cfg.name}: {args.games} games, {len(samples):,} positions ({share:.1%} with a policy target), "
           f"replay ratio {cfg.train.replay_ratio}, batch {cfg.train.batch_size}, {args.threads} torch thread(s)")

@@ -318,3 +318,103 @@ def test_ema_warmup_follows_the_early_weights_then_settles_at_its_decay():
     ema.updates = 8990
     assert ema.current_decay() == pytest.approx(0.999)
     assert EMA(net, 0.999).current_decay() == 0.999
+
+
+# --------------------------------------------------------------------------- learner_compile
+def _boundary_batch(samples):
+    """A mixed batch (turn starts and decisions) for a network with a boundary head."""
+    s, _ = samples
+    x, t = s.to_torch()
+    return x[:64], {k: v[:64] for k, v in t.items()}
+
+
+def test_transformer_argument_stands_in_for_the_transformer_pass(samples):
+    from yamblab.model.network import YambNet
+
+    torch.manual_seed(0)
+    net = YambNet(ModelConfig.preset("tiny", boundary_head=True)).eval()
+    x, _ = _boundary_batch(samples)
+    rows = []
+
+    def spy(xx, detach=False):
+        rows.append(len(xx))
+        return net.transformer_pass(xx, detach)
+
+    with torch.no_grad():
+        a, b = net(x), net(x, transformer=spy)
+    n_dice = int((x.dice[:, 0] != 0).sum())
+    assert 0 < n_dice < len(x) and rows == [n_dice]       # only the rows with dice, once
+    for f in ("logits", "value", "value_logits", "bonus_logit", "straight_logits"):
+        assert torch.equal(getattr(a, f), getattr(b, f)), f
+
+
+def test_compile_toolchain_is_checked_with_a_clear_error(monkeypatch):
+    from yamblab.errors import ConfigError
+    from yamblab.learners import learner as mod
+
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setattr(mod.shutil, "which", lambda name: None)
+    with pytest.raises(ConfigError, match="learner_compile needs a C\\+\\+ compiler.*g\\+\\+"):
+        mod.check_compile_toolchain("cpu")
+    with pytest.raises(ConfigError, match="C\\+\\+ compiler"):
+        Learner(TINY, TrainConfig(), compile=True)
+    mod.check_compile_toolchain("cuda")                   # Triton, not C++: nothing to check
+    monkeypatch.setattr(mod.shutil, "which", lambda name: "/usr/bin/x" if name == "my-cxx" else None)
+    monkeypatch.setenv("CXX", "my-cxx")
+    mod.check_compile_toolchain("cpu")
+
+
+def test_a_run_without_a_compiler_is_refused_before_its_folder(monkeypatch, tmp_path):
+    from yamblab.errors import ConfigError
+    from yamblab.learners import learner as mod
+    from yamblab.training.config import RunConfig
+    from yamblab.training.runtime import TrainingRun
+
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setattr(mod.shutil, "which", lambda name: None)
+    cfg = RunConfig.model_validate({"runtime": {"learner_compile": True, "actors": "in_process",
+                                                "max_policy_lag": 0}})
+    with pytest.raises(ConfigError, match="C\\+\\+ compiler"):
+        TrainingRun(cfg, tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()
+
+
+def test_learner_compile_leaves_old_digests_alone():
+    from yamblab.sweeps.branch import config_digest
+    from yamblab.training.config import RunConfig
+    import hashlib
+    import json
+
+    cfg = RunConfig()
+    d = cfg.model_dump(mode="json")
+    d.pop("name")
+    d["runtime"].pop("run_dir", None)
+    d["runtime"].pop("learner_compile")                  # the digest before the setting existed
+    before = hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    assert config_digest(cfg) == before
+    on = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={"learner_compile": True})})
+    assert config_digest(on) != before
+
+
+@pytest.mark.skipif(not any(__import__("shutil").which(n) for n in ("g++", "clang++", "c++")),
+                    reason="torch.compile on a CPU needs a C++ compiler")
+def test_compiled_learner_steps_agree_with_eager_ones(samples):
+    """About a minute of compiling on a 2-core machine (once per machine: inductor caches)."""
+    model = ModelConfig.preset("tiny", boundary_head=True)
+    s, _ = samples
+    eager, comp = Learner(model, TrainConfig(seed=3)), Learner(model, TrainConfig(seed=3), compile=True)
+    assert eager.transformer is None and comp.transformer is not None
+    x, t = _boundary_batch(samples)
+    with torch.no_grad():
+        a, b = eager.net(x), comp.net(x, transformer=comp.transformer)
+    torch.testing.assert_close(b.value, a.value, rtol=1e-4, atol=1e-3)
+    legal = x.legal
+    torch.testing.assert_close(b.logits[legal], a.logits[legal], rtol=1e-4, atol=1e-4)
+    one = x[(x.dice[:, 0] != 0).nonzero()[0]]            # one row: eager, no recompile
+    torch.testing.assert_close(comp.transformer(one)[2], eager.net.transformer_pass(one)[2])
+    me, mc = eager.train_iteration(s, health=False), comp.train_iteration(s, health=False)
+    assert me["steps"] == mc["steps"] > 0
+    for k in ("total", "policy", "value"):
+        assert mc[k] == pytest.approx(me[k], rel=2e-3, abs=1e-4), k
+    for (name, pa), (_, pb) in zip(eager.net.named_parameters(), comp.net.named_parameters()):
+        torch.testing.assert_close(pb, pa, rtol=1e-3, atol=1e-4, msg=name)

@@ -176,7 +176,7 @@ class LearnerActor:
         lt = cfg.runtime.learner_threads
         _threads(cfg.runtime.learner_cpus if lt == "auto" else lt)
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.learner = Learner(cfg.model, cfg.train, device=device)
+        self.learner = Learner(cfg.model, cfg.train, device=device, compile=cfg.runtime.learner_compile)
         if state is not None:
             self.learner.load_state_dict(state)
         self._published: tuple[int, list] | None = None

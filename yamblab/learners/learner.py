@@ -8,11 +8,14 @@ version number) to self-play workers, which load them with
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 
 import numpy as np
 import torch
 
+from yamblab.errors import ConfigError
 from yamblab.learners.config import TrainConfig
 from yamblab.learners.ema import EMA
 from yamblab.learners.health import activation_health, grad_norms
@@ -28,6 +31,13 @@ class Learner:
     Args:
         model_cfg, train_cfg: configuration.
         net: an existing network to train (default: a fresh one seeded by ``train_cfg.seed``).
+        device: ``"cpu"`` or ``"cuda"``.
+        compile: run the transformer's part of every training step (forward and backward)
+            through ``torch.compile`` (``runtime.learner_compile``; see
+            :func:`compiled_transformer`).
+
+    Raises:
+        ConfigError: ``compile`` on a CPU with no C++ compiler (:func:`check_compile_toolchain`).
 
     Attributes:
         net: the trained network; ema: its :class:`~yamblab.learners.ema.EMA` (the player);
@@ -36,7 +46,7 @@ class Learner:
     """
 
     def __init__(self, model_cfg: ModelConfig, train_cfg: TrainConfig, net: YambNet | None = None,
-                 device: str = "cpu"):
+                 device: str = "cpu", compile: bool = False):
         self.model_cfg = model_cfg
         self.cfg = train_cfg
         self.device = torch.device(device)
@@ -49,6 +59,8 @@ class Learner:
         # One fused kernel for every parameter (CPU and GPU) instead of a loop per parameter.
         self.optimizer = torch.optim.AdamW(self.net.parameters(), lr=train_cfg.lr,
                                            weight_decay=train_cfg.weight_decay, fused=True)
+        #: the transformer pass the training steps use: ``None`` (eager) or its compiled form
+        self.transformer = compiled_transformer(self.net) if compile else None
         self.steps = 0
         self.iteration = 0
         self.samples_trained = 0
@@ -67,7 +79,7 @@ class Learner:
     # ------------------------------------------------------------------ training
     def _step(self, x, t, phase: str, old_logp=None) -> dict[str, float]:
         cfg = self.cfg
-        out = self.net(x, detach_value_trunk=(cfg.phasic and phase == "policy"))
+        out = self.net(x, detach_value_trunk=(cfg.phasic and phase == "policy"), transformer=self.transformer)
         losses = compute_losses(out, x, t, cfg, self.net.bin_centers, self.model_cfg.value_max,
                                 policy_terms=(phase != "aux"))
         loss = losses["total"]
@@ -240,3 +252,47 @@ class Learner:
         self.samples_trained = int(state.get("samples_trained", 0))
         if state.get("rng"):      # the minibatch order carries on (older checkpoints: reseeded)
             self.rng.bit_generator.state = state["rng"]
+
+
+def check_compile_toolchain(device: str = "cpu") -> None:
+    """Refuse ``runtime.learner_compile`` where ``torch.compile`` cannot build its kernels.
+
+    On a CPU, inductor compiles C++ (the compiler in ``CXX``, else ``g++``, ``clang++`` or
+    ``c++`` on the ``PATH``); on a GPU it writes Triton kernels, which CUDA builds of PyTorch
+    carry, so nothing is checked there.
+
+    Raises:
+        ConfigError: a CPU device and no C++ compiler found.
+    """
+    if str(device).startswith("cuda"):
+        return
+    names = [os.environ["CXX"]] if os.environ.get("CXX") else ["g++", "clang++", "c++"]
+    if not any(shutil.which(n) for n in names):
+        raise ConfigError("runtime.learner_compile needs a C++ compiler for torch.compile on a CPU, and "
+                          f"none was found ({' / '.join(names)}): install one (Debian: apt-get install g++) "
+                          "or set runtime.learner_compile: false")
+
+
+def compiled_transformer(net: YambNet):
+    """``net.transformer_pass`` through ``torch.compile`` (inductor, dynamic batch size), for
+    :meth:`YambNet.forward`'s ``transformer`` argument.
+
+    The tiny network's transformer is many small operations on a few dozen rows a step, so on
+    a CPU its cost is mostly per-operation overhead, which compiled kernels fuse away
+    (``benchmarks/learner_compile.py`` measures the step). The first step compiles (about a
+    minute of CPU on a 2-core machine; a later run on the same machine reuses inductor's cache),
+    and a batch of fewer than 2 rows runs eagerly, so that dynamic shapes never specialise on
+    size 0 or 1 and compile again. Results agree with the eager pass to float rounding, not bit
+    for bit.
+
+    Raises:
+        ConfigError: on a CPU with no C++ compiler (:func:`check_compile_toolchain`).
+    """
+    check_compile_toolchain(str(net.device))
+    fn = torch.compile(net.transformer_pass, dynamic=True)
+    eager = net.transformer_pass
+
+    def transformer(x, detach_value_trunk: bool = False):
+        return fn(x, detach_value_trunk) if len(x) >= 2 else eager(x, detach_value_trunk)
+
+    return transformer

@@ -71,21 +71,25 @@ class YambNet(nn.Module):
         self.register_buffer("bin_centers", torch.linspace(0.0, cfg.value_max, cfg.value_bins), persistent=False)
 
     # ------------------------------------------------------------------ forward
-    def forward(self, x: Inputs, detach_value_trunk: bool = False) -> NetOutput:
+    def forward(self, x: Inputs, detach_value_trunk: bool = False, transformer=None) -> NetOutput:
         """Run the network.
 
         Args:
             x: :class:`Inputs` of B positions.
             detach_value_trunk: stop the value loss's gradient at the shared trunk (the
                 policy phase of phasic policy gradient, Hilton et al. 2021).
+            transformer: a callable that stands in for :meth:`transformer_pass` (same
+                arguments, same results), such as its ``torch.compile`` form that the learner
+                uses with ``runtime.learner_compile``; ``None``: :meth:`transformer_pass`.
         """
         if self.boundary_head is not None:
             rows = x.dice[:, 0] != 0
             if not bool(rows.all()):
-                return self._forward_split(x, rows, detach_value_trunk)
-        return self._forward_all(x, detach_value_trunk)
+                return self._forward_split(x, rows, detach_value_trunk, transformer)
+        return self._forward_all(x, detach_value_trunk, transformer)
 
-    def _forward_split(self, x: Inputs, rows: torch.Tensor, detach_value_trunk: bool) -> NetOutput:
+    def _forward_split(self, x: Inputs, rows: torch.Tensor, detach_value_trunk: bool,
+                       transformer=None) -> NetOutput:
         """Positions without dice through the boundary head alone, the others through the
         transformer too (a training batch of turn starts and decisions costs the transformer
         only its decisions)."""
@@ -100,7 +104,7 @@ class YambNet(nn.Module):
         if self.aux is not None:
             bonus, straight = bv.new_zeros(b), bv.new_zeros((b, 7))
         if bool(rows.any()):
-            inner = self._forward_all(x[rows], detach_value_trunk)
+            inner = self._forward_all(x[rows], detach_value_trunk, transformer)
             idx = rows.nonzero(as_tuple=True)[0]
             logits = logits.index_put((idx,), inner.logits.to(dtype))
             value_logits = value_logits.index_put((idx,), inner.value_logits.to(dtype))
@@ -110,7 +114,15 @@ class YambNet(nn.Module):
                 straight = straight.index_put((idx,), inner.straight_logits.to(dtype))
         return NetOutput(logits, value, value_logits, bonus, straight, bv, rows)
 
-    def _forward_all(self, x: Inputs, detach_value_trunk: bool) -> NetOutput:
+    def transformer_pass(self, x: Inputs, detach_value_trunk: bool = False) -> tuple:
+        """The transformer alone on B positions: tokenizer, trunk, branches and heads, with no
+        data-dependent branch (so ``torch.compile`` makes one graph of it).
+
+        Returns:
+            ``(logits, value_logits, value, bonus_logit, straight_logits)`` as in
+            :class:`NetOutput` (the value is the transformer's own on every row; the aux
+            outputs ``None`` without aux heads).
+        """
         tok = self.trunk(self.tokenizer(x))
         p = self.policy_branch(tok)
         v = self.value_branch(tok.detach() if detach_value_trunk else tok)
@@ -124,6 +136,10 @@ class YambNet(nn.Module):
         bonus = straight = None
         if self.aux is not None:
             bonus, straight = self.aux(tok)
+        return logits, vl, value, bonus, straight
+
+    def _forward_all(self, x: Inputs, detach_value_trunk: bool, transformer=None) -> NetOutput:
+        logits, vl, value, bonus, straight = (transformer or self.transformer_pass)(x, detach_value_trunk)
         bv = None
         if self.boundary_head is not None:
             # Only when some position has no dice: a batch of decisions alone leaves the

@@ -51,16 +51,26 @@ def base_config(spec: SweepConfig, base: RunConfig) -> RunConfig:
                            source=f"sweep {spec.name}: branch_from")
 
 
+#: ``(section, key, default)`` of run-config settings added after sweeps were recorded, whose
+#: default leaves a run as it was: left out of :func:`config_digest` at that default
+_LATER_DEFAULTS = (("runtime", "learner_compile", False),)
+
+
 def config_digest(cfg: RunConfig) -> str:
     """A short hash of everything in a run config that can change its result.
 
     The run folder and the run's name are left out, so the same arm run from another folder
     keeps its digest; any other change (the arm's overrides, the sweep's ``overrides``, the
-    base config) gives a new digest, and a resumed sweep runs that arm again.
+    base config) gives a new digest, and a resumed sweep runs that arm again. Settings added
+    after sweeps were recorded (:data:`_LATER_DEFAULTS`) are left out while they hold the
+    default that behaves as before, so those sweeps keep their arms' digests.
     """
     d = cfg.model_dump(mode="json")
     d.pop("name", None)
     d.get("runtime", {}).pop("run_dir", None)
+    for section, key, default in _LATER_DEFAULTS:
+        if d.get(section, {}).get(key, default) == default:
+            d.get(section, {}).pop(key, None)
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

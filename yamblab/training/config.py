@@ -58,6 +58,13 @@ class RuntimeConfig(BaseModel):
         learner_threads: the learner's torch threads; ``"auto"``: its rounded CPUs (at least
             one). More threads than CPUs lets a CPU learner use the cores that self-play leaves
             idle while it waits for weights (Ray does not pin actors to cores).
+        learner_compile: run the transformer's part of every learner step through
+            ``torch.compile`` (:func:`yamblab.learners.learner.compiled_transformer`): on a
+            CPU about a third off the tiny network's step (``benchmarks/learner_compile.py``)
+            after about a minute of compiling at the run's start; needs a C++ compiler on a
+            CPU (refused with a clear error without one). Off by default: results agree with
+            eager steps to float rounding only, so a run is not repeatable digit for digit
+            against an eager one.
         replay_positions: size budget of the replay buffer, in positions.
         max_in_flight: self-play tasks each worker gets per iteration's batch of games.
         max_policy_lag: how many iterations' batches of games play ahead of the learner, so
@@ -123,6 +130,7 @@ class RuntimeConfig(BaseModel):
     eval_cpus: _Cpus | Literal["auto"] = "auto"
     learner_gpus: Literal["auto"] | float = "auto"
     learner_threads: Annotated[int, Field(ge=1, le=256)] | Literal["auto"] = "auto"
+    learner_compile: bool = False
     replay_positions: int = Field(200_000, ge=1, le=1_000_000_000)
     max_in_flight: int = Field(2, ge=1, le=64)
     max_policy_lag: int = Field(1, ge=0, le=16)

@@ -459,6 +459,13 @@ class TrainingRun:
                  parent_run_id: str | None = None, tags: dict | None = None):
         from yamblab.model.checkpoint import load_checkpoint
 
+        if cfg.runtime.learner_compile:
+            import torch
+
+            from yamblab.learners.learner import check_compile_toolchain
+
+            # before the run folder or any actor: a missing compiler is one clear line
+            check_compile_toolchain("cuda" if torch.cuda.is_available() else "cpu")
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)

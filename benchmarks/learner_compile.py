@@ -39,7 +39,7 @@ def compare(cfg, train, buffer: ReplayBuffer, new_positions: int, repeats: int) 
     te, tc = [], []
     for d in draws[1:]:
         for learner, out in ((eager, te), (comp, tc)):
-            s0, t0 = learner.steps, time.perf_counter()
+            t0 = time.perf_counter()
             learner.train_iteration(d, health=False)
             out.append(time.perf_counter() - t0)
     return {"eager": statistics.median(te), "compiled": statistics.median(tc), "first": first,

@@ -141,3 +141,36 @@ def test_self_play_batches_take_the_annealed_value_target_mix(tmp_path, tiny_con
     run.run()
     want = [1.0 - 0.5 * 0.5 * (1 + math.cos(math.pi * p)) for p in (0, 1 / 3, 2 / 3)]    # 0.5, 0.625, 0.875
     assert [h["selfplay.value_target_mix"] for h in run.history] == pytest.approx(want)
+
+
+def test_the_learner_draws_take_the_rising_policy_share(tmp_path, tiny_config):
+    """train.policy_share_final: each iteration's draw from the replay buffer takes the share of
+    decisions where the run's clock stands when the learner starts (here iterations: 3
+    iterations, so the clock reads 1/3, 2/3 and 1 after each one's games), the run logs it, and
+    the drawn batches hold that share."""
+    import math
+
+    import numpy as np
+
+    from yamblab.training.config import apply_overrides
+    from yamblab.training.runtime import TrainingRun
+
+    cfg = apply_overrides(tiny_config, {"runtime.actors": "in_process", "runtime.max_policy_lag": 0,
+                                        "runtime.iterations": 3, "runtime.eval_every": 3, "runtime.eval_games": 2,
+                                        "train.games_per_iteration": 2, "train.policy_share": 0.1,
+                                        "train.policy_share_final": 0.5}, "test")
+    run = TrainingRun(cfg, tmp_path / "run", progress=False)
+    buffer, drawn = run.backend.buffer, []
+    sample = buffer.sample
+
+    def spy(n, policy_share=None):
+        out = sample(n, policy_share)
+        drawn.append((policy_share, float(np.mean(out["has_policy"]))))
+        return out
+
+    buffer.sample = spy
+    run.run()
+    want = [0.5 - 0.4 * 0.5 * (1 + math.cos(math.pi * p)) for p in (1 / 3, 2 / 3, 1)]    # 0.2, 0.4, 0.5
+    assert [h["train.policy_share"] for h in run.history] == pytest.approx(want)
+    assert [s for s, _ in drawn] == pytest.approx(want)
+    assert [f for _, f in drawn] == pytest.approx(want, abs=0.01)            # rounded to whole rows

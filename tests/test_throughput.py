@@ -172,19 +172,31 @@ def test_cosine_learning_rate_schedule():
         TrainConfig(lr_schedule="step")
 
 
-def test_value_target_mix_anneals_on_the_learning_rate_clock():
-    """train.value_target_mix_final: λ moves from value_target_mix to it along a half cosine of
-    the run's progress (clipped to [0, 1]); without it λ stays put."""
-    assert TrainConfig(value_target_mix=0.7).value_target_mix_at(0.9) == 0.7
-    cfg = TrainConfig(value_target_mix=0.7, value_target_mix_final=1.0)
-    assert cfg.value_target_mix_at(0.0) == pytest.approx(0.7)
-    assert cfg.value_target_mix_at(0.5) == pytest.approx(0.85)          # the cosine's midpoint: the mean
-    assert cfg.value_target_mix_at(1.0) == pytest.approx(1.0)
-    assert cfg.value_target_mix_at(-2.0) == pytest.approx(0.7) and cfg.value_target_mix_at(3.0) == pytest.approx(1.0)
-    lams = [cfg.value_target_mix_at(p) for p in np.linspace(0, 1, 11)]
-    assert all(a <= b for a, b in zip(lams, lams[1:]))
+@pytest.mark.parametrize("name, start, final", [("value_target_mix", 0.7, 1.0), ("policy_share", 0.07, 0.3)])
+def test_annealed_settings_follow_the_learning_rate_clock(name, start, final):
+    """train.value_target_mix_final (λ of the value targets) and train.policy_share_final (the
+    share of decisions in the learner's draws): the setting moves from its start to the final
+    value along a half cosine of the run's progress (clipped to [0, 1]); without a final value it
+    stays put; a final value outside the setting's range is refused."""
+    at = lambda cfg, p: getattr(cfg, f"{name}_at")(p)                   # noqa: E731
+    assert at(TrainConfig(**{name: start}), 0.9) == start
+    cfg = TrainConfig(**{name: start, f"{name}_final": final})
+    assert at(cfg, 0.0) == pytest.approx(start)
+    assert at(cfg, 0.5) == pytest.approx((start + final) / 2)           # the cosine's midpoint: the mean
+    assert at(cfg, 1.0) == pytest.approx(final)
+    assert at(cfg, -2.0) == pytest.approx(start) and at(cfg, 3.0) == pytest.approx(final)
+    values = [at(cfg, p) for p in np.linspace(0, 1, 11)]
+    assert all(a <= b for a, b in zip(values, values[1:]))
     with pytest.raises(ValidationError):
-        TrainConfig(value_target_mix_final=1.5)
+        TrainConfig(**{name: start, f"{name}_final": 1.5})
+
+
+def test_a_final_policy_share_needs_a_starting_one():
+    """Without train.policy_share the draws are uniform, and a final share without a starting
+    one is refused, naming both."""
+    assert TrainConfig().policy_share_at(0.3) is None
+    with pytest.raises(ValidationError, match="policy_share_final.*needs.*train.policy_share"):
+        TrainConfig(policy_share_final=0.3)
 
 
 def test_self_play_takes_the_value_target_mix_it_is_given():

@@ -116,6 +116,13 @@ class TrainConfig(BaseModel):
             carry a policy target, so uniform batches give the policy head 7 % of the
             optimiser's samples; a share keeps its part of the learner's work fixed whatever
             the value samples add.
+        policy_share_final: None (default): the share stays :attr:`policy_share` all run. A
+            share in (0, 1] (needs :attr:`policy_share`, the share at the start): the share
+            moves from :attr:`policy_share` to this at the run's end along the learning rate's
+            half cosine and clock (see :meth:`policy_share_at`), whatever :attr:`lr_schedule`
+            is. A rising share gives the transformer's policy more of the learner's work late in
+            a run, when the value side has little left to learn, without the early iterations
+            a fixed large share costs (docs/training.md, "A rising policy share").
         decision_batch_size: None (default): every optimiser step takes ``batch_size`` of the
             drawn positions as they come, so each step runs the transformer on the few with
             dice among them and the boundary head on the rest. A size (needs
@@ -164,6 +171,7 @@ class TrainConfig(BaseModel):
     successor_samples: int = Field(0, ge=0, le=44)
     random_state_samples: int = Field(0, ge=0, le=256)
     policy_share: float | None = Field(None, gt=0.0, le=1.0)
+    policy_share_final: float | None = Field(None, gt=0.0, le=1.0)
     decision_batch_size: int | None = Field(None, ge=1, le=1 << 20)
     distill_oracle: bool = False
     seed: int = Field(0, ge=0, lt=2**63)
@@ -182,6 +190,10 @@ class TrainConfig(BaseModel):
         if self.decision_batch_size is not None and self.phasic:
             raise ValueError("train.decision_batch_size splits the learner's steps by kind; phasic policy "
                              "gradient has its own phases: use one of the two")
+        if self.policy_share_final is not None and self.policy_share is None:
+            raise ValueError("train.policy_share_final is the share of decisions at the run's end and needs "
+                             "train.policy_share, the share at its start (uniform draws give a Yahtzee "
+                             "full-turn config about 0.07)")
         return self
 
     def steps_for(self, new_positions: int) -> int:
@@ -212,6 +224,16 @@ class TrainConfig(BaseModel):
         if self.value_target_mix_final is None:
             return self.value_target_mix
         lo, hi = self.value_target_mix_final, self.value_target_mix
+        return lo + (hi - lo) * half_cosine(progress)
+
+    def policy_share_at(self, progress: float) -> float | None:
+        """The share of decisions in the learner's draw at ``progress`` (0 at the start of the
+        run, 1 at its end; values outside are clipped): :attr:`policy_share` throughout (None:
+        uniform draws) without :attr:`policy_share_final`, else ``sf + (s0 − sf)(1 + cos πp) / 2``,
+        the learning rate's half cosine (:meth:`lr_at`) from s0 = ``policy_share`` to sf."""
+        if self.policy_share_final is None:
+            return self.policy_share
+        lo, hi = self.policy_share_final, self.policy_share
         return lo + (hi - lo) * half_cosine(progress)
 
     def bot_share_at(self, iteration: int) -> float:

@@ -258,14 +258,15 @@ class RayBackend:
         return stats
 
     # -- learning
-    def start_training(self, new_positions: int, lr: float | None = None):
-        """Start the learner on ``replay_ratio × new_positions`` samples drawn from the buffer,
-        at learning rate ``lr`` (None: unchanged); returns the call's reference (None when
-        there is nothing to train on)."""
+    def start_training(self, new_positions: int, lr: float | None = None, policy_share: float | None = None):
+        """Start the learner on ``replay_ratio × new_positions`` samples drawn from the buffer
+        (that share of them among the decisions, None: uniformly), at learning rate ``lr``
+        (None: unchanged); returns the call's reference (None when there is nothing to train
+        on)."""
         n = self.cfg.train.samples_for(new_positions)
         if n == 0:
             return None
-        draw = self.buffer.sample.remote(n, self.cfg.train.policy_share)
+        draw = self.buffer.sample.remote(n, policy_share)
         return self.learner.train.remote(draw, lr)
 
     def buffer_size(self) -> int:
@@ -400,11 +401,11 @@ class InProcessBackend(RayBackend):
             self.buffer.add(e["samples"].value)
         return [e["stats"].value for e in batch]
 
-    def start_training(self, new_positions: int, lr: float | None = None):
+    def start_training(self, new_positions: int, lr: float | None = None, policy_share: float | None = None):
         n = self.cfg.train.samples_for(new_positions)
         if n == 0:
             return None
-        draw = self.buffer.sample(n, self.cfg.train.policy_share)
+        draw = self.buffer.sample(n, policy_share)
         return _Done(self.learner.train(draw, lr))
 
     def buffer_size(self) -> int:
@@ -638,7 +639,9 @@ class TrainingRun:
         self._submit(range(k + 1, k + 1 + rt.max_policy_lag), trainings=k)
         self.iteration += 1
         t_train = time.perf_counter()
-        ref = self.backend.start_training(positions, cfg.train.lr_at(self.progress_fraction()))
+        progress = self.progress_fraction()
+        share = cfg.train.policy_share_at(progress)
+        ref = self.backend.start_training(positions, cfg.train.lr_at(progress), share)
         train = {} if ref is None else self.backend.get(ref)
         t_train = time.perf_counter() - t_train
         self.games_played += n
@@ -656,6 +659,7 @@ class TrainingRun:
             "selfplay.policy_lag": k - weights_trainings,
             **({"selfplay.value_target_mix": float(batch[0]["job"]["value_target_mix"])}
                if cfg.train.value_target_mix_final is not None and batch else {}),
+            **({"train.policy_share": float(share)} if cfg.train.policy_share_final is not None else {}),
             "train.samples_per_s": train.get("samples", 0.0) / max(train.get("seconds", 0.0), 1e-9),
             "time.wait_selfplay": t_wait, "time.wait_learner": t_train,
             "utilisation.selfplay": play_busy / max(wall * self.backend.n_workers, 1e-9),

@@ -122,7 +122,7 @@ class TrainConfig(BaseModel):
             half cosine and clock (see :meth:`policy_share_at`), whatever :attr:`lr_schedule`
             is. A rising share gives the transformer's policy more of the learner's work late in
             a run, when the value side has little left to learn, without the early iterations
-            a fixed large share costs (docs/training.md, "A rising policy share").
+            a fixed large share costs (docs/training.md, "The policy head's share of the learner").
         decision_batch_size: None (default): every optimiser step takes ``batch_size`` of the
             drawn positions as they come, so each step runs the transformer on the few with
             dice among them and the boundary head on the rest. A size (needs

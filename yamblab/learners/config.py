@@ -18,9 +18,18 @@ def half_cosine(progress: float) -> float:
     """The weight ``(1 + cos πp) / 2`` of a half-cosine schedule (Loshchilov & Hutter 2017, SGDR,
     without restarts): 1 at progress ``p = 0``, falling to 0 at ``p = 1``; ``progress`` outside
     [0, 1] is clipped. A schedule from ``start`` to ``end`` is ``end + (start − end) × weight``
-    (:meth:`TrainConfig.lr_at`, :meth:`TrainConfig.value_target_mix_at`)."""
+    (:meth:`TrainConfig.lr_at`, :meth:`TrainConfig.value_target_mix_at`,
+    :meth:`TrainConfig.policy_share_at`)."""
     p = min(1.0, max(0.0, float(progress)))
     return 0.5 * (1.0 + math.cos(math.pi * p))
+
+
+def _annealed(start, final, progress: float):
+    """A setting with an optional end value: ``start`` all run when ``final`` is None, else
+    ``final + (start − final) × half_cosine(progress)``."""
+    if final is None:
+        return start
+    return final + (start - final) * half_cosine(progress)
 
 
 class SearchConfig(BaseModel):
@@ -221,20 +230,14 @@ class TrainConfig(BaseModel):
         outside are clipped): :attr:`value_target_mix` throughout without
         :attr:`value_target_mix_final`, else ``λf + (λ0 − λf)(1 + cos πp) / 2``, the learning
         rate's half cosine (:meth:`lr_at`) from λ0 = ``value_target_mix`` to λf."""
-        if self.value_target_mix_final is None:
-            return self.value_target_mix
-        lo, hi = self.value_target_mix_final, self.value_target_mix
-        return lo + (hi - lo) * half_cosine(progress)
+        return _annealed(self.value_target_mix, self.value_target_mix_final, progress)
 
     def policy_share_at(self, progress: float) -> float | None:
         """The share of decisions in the learner's draw at ``progress`` (0 at the start of the
         run, 1 at its end; values outside are clipped): :attr:`policy_share` throughout (None:
         uniform draws) without :attr:`policy_share_final`, else ``sf + (s0 − sf)(1 + cos πp) / 2``,
         the learning rate's half cosine (:meth:`lr_at`) from s0 = ``policy_share`` to sf."""
-        if self.policy_share_final is None:
-            return self.policy_share
-        lo, hi = self.policy_share_final, self.policy_share
-        return lo + (hi - lo) * half_cosine(progress)
+        return _annealed(self.policy_share, self.policy_share_final, progress)
 
     def bot_share_at(self, iteration: int) -> float:
         """Share of bot games at ``iteration`` (0-based): linear taper to 0."""

@@ -60,9 +60,10 @@ class RuntimeConfig(BaseModel):
             idle while it waits for weights (Ray does not pin actors to cores).
         learner_compile: run the transformer's part of every learner step through
             ``torch.compile`` (:func:`yamblab.learners.learner.compiled_transformer`): on a
-            CPU, timed alone, a fifth to a third off the tiny network's step (``benchmarks/learner_compile.py``)
-            after about a minute of compiling at the run's start, but in a 2-core run beside
-            self-play no faster than eager steps (docs/training.md); needs a C++ compiler on a
+            CPU, timed alone, a fifth to a third off the tiny network's step
+            (``benchmarks/learner_compile.py``) after about a minute of compiling at the run's
+            start, but in a 2-core run beside self-play no faster than eager steps
+            (docs/training.md); needs a C++ compiler on a
             CPU (refused with a clear error without one). Off by default: results agree with
             eager steps to float rounding only, so a run is not repeatable digit for digit
             against an eager one.

@@ -67,6 +67,12 @@ def test_killed_driver_resumes_at_the_right_iteration(tmp_path, config, n):
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs_logged = client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert [r.data.metrics["summary.regret"] for r in runs_logged] == [summary["summary.regret"]]
+    # the machine's speed before and after the (resumed) run, printed, logged and in the summary
+    for when in ("start", "end"):
+        seconds = summary[f"machine.oracle_seconds_{when}"]
+        assert 0 < seconds < 60 and runs_logged[0].data.metrics[f"machine.oracle_seconds_{when}"] == seconds
+    assert (f"the oracle table built in {summary['machine.oracle_seconds_start']:.2f} s on one thread before "
+            f"the run, {summary['machine.oracle_seconds_end']:.2f} s after it") in res.stdout
 
 
 def test_damaged_checkpoint_is_refused_by_grade(tmp_path):

@@ -23,7 +23,7 @@ def train(
     """Train an agent by AlphaZero-style self-play on a Ray cluster, graded by the oracle."""
     import datetime
 
-    from yamblab.training.runtime import CHECKPOINT, TrainingRun
+    from yamblab.training.runtime import CHECKPOINT, TrainingRun, machine_description, oracle_build_seconds
     from yamblab.training.config import apply_overrides, load_run_config
     from yamblab.training.tracking import Tracker
 
@@ -72,13 +72,16 @@ def train(
         init_ray(address)
     run = None
     try:
+        # the machine's speed before and after, beside the run's minutes: a shared VM's varies
+        speed_at_start = oracle_build_seconds()
         run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker)
         rt = cfg.runtime
         typer.echo(f"resources: {run.backend.resources.describe()}\n"
                    f"loop: self-play plays up to {rt.max_policy_lag} weight version(s) ahead of the learner; "
                    f"replay ratio {cfg.train.replay_ratio:g} optimiser samples per new position")
         run.run()
-        out = run.finish()
+        speed = {"machine.oracle_seconds_start": speed_at_start, "machine.oracle_seconds_end": oracle_build_seconds()}
+        out = run.finish(machine=speed)
         last = {**run.history[-1], **(run.last_eval or {})}
         if "eval.regret_mean" in last:
             graded = (f"noise-free regret {last['eval.regret_mean']:.2f} points/game "
@@ -95,6 +98,9 @@ def train(
         reached = format_summary(run_summary(run.evals))
         if reached:
             typer.echo(reached)
+        typer.echo(f"machine: {machine_description()}; the oracle table built in "
+                   f"{speed['machine.oracle_seconds_start']:.2f} s on one thread before the run, "
+                   f"{speed['machine.oracle_seconds_end']:.2f} s after it (the yardstick of its minutes)")
         typer.echo(f"checkpoint: {out['files'][0]}\nsee the runs: {tracker.ui_command()}")
     except DiskFullError as exc:
         raise DiskFullError(f"{exc}. {_kept(run, run_dir, iteration if resumed else None)}") from None

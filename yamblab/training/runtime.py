@@ -98,6 +98,25 @@ def machine_description() -> str:
     return f"{os.cpu_count()} CPUs{f' ({model})' if model else ''}{gpu}"
 
 
+def oracle_build_seconds() -> float:
+    """The machine's speed as a yardstick for wall times: seconds (float) that the exact Yahtzee
+    oracle's table for the official rules takes to build on one thread (what
+    ``benchmarks/oracle_build.py`` times), the faster of two builds after an untimed one (about
+    3 s in all). One 2-core Intel Xeon VM took 0.78-1.00 s one morning and 0.64 s two hours
+    later, so minutes from two runs compare only beside it."""
+    import time
+
+    from yamblab.games.yahtzee.rules import OFFICIAL
+    from yamblab.oracle.yahtzee import _kernels
+
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        _kernels.solve(OFFICIAL.joker_code, OFFICIAL.upper_bonus, OFFICIAL.yahtzee_bonus, 1)
+        times.append(time.perf_counter() - t0)
+    return min(times[1:])
+
+
 # --------------------------------------------------------------------------- backend
 def trial_bundles(rt: RuntimeConfig, cpus: float, gpu: bool) -> tuple[list[dict], str]:
     """The placement group of a sweep trial that may use ``cpus`` CPUs on a cluster with a GPU
@@ -859,8 +878,13 @@ class TrainingRun:
                 bar.close()
         return self.history
 
-    def finish(self, artifact_dir: Path | None = None) -> dict:
+    def finish(self, artifact_dir: Path | None = None, machine: dict[str, float] | None = None) -> dict:
         """Plots and artifacts of the finished run (logged to MLflow when tracking).
+
+        Args:
+            artifact_dir: where the plots and ``summary.json`` go (default: the run folder).
+            machine: figures of the machine's speed (e.g. ``machine.oracle_seconds_start``, from
+                :func:`oracle_build_seconds`), written into the summary and logged beside it.
 
         Returns:
             ``{"per_game_regret", "scores", "metrics", "files"}`` of the last evaluation.
@@ -888,7 +912,7 @@ class TrainingRun:
             files.append(str(path))
         from yamblab.training.summary import run_summary
 
-        reached = run_summary(self.evals)
+        reached = {**run_summary(self.evals), **(machine or {})}
         summary = {**{k: v for k, v in self.history[-1].items() if isinstance(v, (int, float))}, **reached}
         atomic_write(out_dir / "summary.json", json.dumps(summary, indent=2).encode())
         files.append(str(out_dir / "summary.json"))

@@ -63,3 +63,17 @@ def test_one_ray_version_for_the_driver_and_the_cluster():
     assert job["spec"]["rayClusterSpec"]["rayVersion"] == pin.group(1)
     docker = (ROOT / "infra" / "Dockerfile").read_text()
     assert not re.search(r"pip install[^\n]*\bray\b", docker), "the image takes Ray from pyproject.toml"
+
+
+def test_cpu_config_draws_decisions_on_top_of_the_value_samples():
+    """configs/yahtzee-cpu.yaml's learner steps hold 64 decisions and the 238 value-side samples
+    a uniform batch of 256 gave (about 7.3 % of its positions have a decision), at the optimiser
+    steps per new position of uniform 256-batches at replay ratio 1.5 (1.77 rounds 1.5 × 302 /
+    256 = 1.7695 up: 200 steps where they take 199)."""
+    import math
+
+    cfg = load_run_config(ROOT / "configs" / "yahtzee-cpu.yaml").train
+    decisions = int(round(cfg.batch_size * cfg.policy_share))
+    assert decisions == 64 and abs(cfg.batch_size - decisions - 256 * (1 - 0.073)) < 1
+    for new in (33_957, 16_942, 1_000):      # one iteration of 64 games, of 32, a few games
+        assert abs(cfg.steps_for(new) - math.ceil(1.5 * new / 256)) <= 1

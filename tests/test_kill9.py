@@ -34,8 +34,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: metrics that measure time, not learning: they differ between any two runs
-TIMING = re.compile(r"(^|\.)(seconds|minutes|busy_seconds|[a-z_]*_per_s)$|^(time|utilisation)\.")
+#: metrics that measure time (or the machine's speed), not learning: they differ between any two runs
+TIMING = re.compile(r"(^|\.)(seconds|minutes|busy_seconds|[a-z_]*_per_s)$|^(time|utilisation|machine)\.")
 #: a sweep trial's object-store figures: measured by the attempt that ran the iteration, so an
 #: iteration whose driver died before logging it has none (its other metrics come from the
 #: trial's checkpoint), and a one-iteration trial may have none of these keys at all

@@ -912,16 +912,17 @@ class TrainingRun:
             files.append(str(path))
         from yamblab.training.summary import run_summary
 
-        reached = {**run_summary(self.evals), **(machine or {})}
-        summary = {**{k: v for k, v in self.history[-1].items() if isinstance(v, (int, float))}, **reached}
+        # what the run reached, and the machine's speed beside it: summary.json and MLflow both
+        end_figures = {**run_summary(self.evals), **(machine or {})}
+        summary = {**{k: v for k, v in self.history[-1].items() if isinstance(v, (int, float))}, **end_figures}
         atomic_write(out_dir / "summary.json", json.dumps(summary, indent=2).encode())
         files.append(str(out_dir / "summary.json"))
         if self.tracker is not None:
             for f in files:
                 if Path(f).name != CHECKPOINT:     # the resumable checkpoint stays in the run folder
                     self.tracker.log_artifact(self.run_id, f)
-            if reached:
-                self.tracker.log_metrics(self.run_id, reached, step=self.iteration)
+            if end_figures:
+                self.tracker.log_metrics(self.run_id, end_figures, step=self.iteration)
             self.tracker.log_torch_model(self.run_id, self.backend.network())
             self.tracker.end_run(self.run_id)
         return {"per_game_regret": last["per_game_regret"], "loss": last.get("loss", "regret"),

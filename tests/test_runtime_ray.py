@@ -201,3 +201,44 @@ def test_two_iterations_of_jamb_nn_report_paired_differences(ray_cluster, tmp_pa
     columns = [last[f"eval.column.{k}_mean"] for k in ("down", "free", "up", "announce")]
     assert sum(columns) == pytest.approx(last["eval.score_mean"])
     assert 0.0 <= last["eval.announce_fill_rate"] <= 1.0
+
+
+def test_early_evaluations_are_denser_and_grade_the_main_mode_only(tmp_path, one_torch_thread):
+    """``runtime.eval_early``: evaluations every ``every`` iterations up to ``until`` besides
+    ``eval_every``'s grid; those grade the main mode (and the exact regret) without the other
+    modes, the grid's and the last one are whole, and the summary's thresholds see them all."""
+    from yamblab.training.config import load_run_config
+    from yamblab.training.runtime import TrainingRun
+    from yamblab.training.summary import run_summary
+
+    cfg = load_run_config(ROOT / "configs" / "yahtzee-tiny.yaml", {
+        "runtime.run_dir": str(tmp_path / "runs"), "runtime.iterations": 5, "runtime.max_policy_lag": 0,
+        "runtime.actors": "in_process", "runtime.eval_every": 4, "runtime.eval_early": {"every": 1, "until": 2},
+        "runtime.eval_games": 2, "runtime.eval_modes": {"none": 3}, "train.games_per_iteration": 2})
+    run = TrainingRun(cfg, tmp_path / "run", progress=False, cpus=1)
+    try:
+        history = run.run()
+        run.finish()
+    finally:
+        run.shutdown()
+    assert [(e["iteration"], e["whole"]) for e in run.evals] == [(1, False), (2, False), (4, True), (5, True)]
+    assert [sorted(e["modes"]) != [] and "none" in e["modes"] for e in run.evals] == [False, False, True, True]
+    assert all(len(e["per_game_regret"]) == 2 for e in run.evals)
+    assert [("eval.none.regret_mean" in h, "eval.regret_mean" in h) for h in history] == \
+        [(False, True), (False, True), (False, False), (True, True), (True, True)]
+    assert run_summary(run.evals)["summary.policy_regret"] == pytest.approx(np.mean(run.evals[-1]["modes"]["none"]["per_game_regret"]))
+
+
+def test_early_evaluations_must_be_denser_than_the_grid():
+    """An early grid no denser than ``eval_every`` is refused by name; the grids count from a
+    branch point, and the last iteration is always evaluated whole."""
+    from yamblab.errors import ConfigError
+    from yamblab.training.config import RuntimeConfig, load_run_config
+
+    with pytest.raises(ConfigError, match="eval_early.every"):
+        load_run_config(ROOT / "configs" / "yahtzee-tiny.yaml", {"runtime.eval_every": 5,
+                                                                  "runtime.eval_early": {"every": 5, "until": 50}})
+    rt = RuntimeConfig(iterations=30, eval_every=10, eval_early={"every": 3, "until": 12})
+    assert [i for i in range(1, 31) if rt.evaluation_due(i)] == [3, 6, 9, 10, 12, 20, 30]
+    assert [rt.evaluation_due(i) for i in (3, 10, 12, 15, 30)] == ["early", "full", "early", None, "full"]
+    assert [i for i in range(8, 31) if rt.evaluation_due(i, since=7)] == [10, 13, 16, 17, 19, 27, 30]

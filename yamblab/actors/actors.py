@@ -259,8 +259,10 @@ class Evaluator:
         self._net.load_state_dict(w, strict=True)
         return self._net
 
-    def evaluate(self, version: int, weights: list) -> dict:
-        """Grade the network of ``weights``: per-game losses and scores, and summary metrics."""
+    def evaluate(self, version: int, weights: list, whole: bool = True) -> dict:
+        """Grade the network of ``weights``: per-game losses and scores, and summary metrics.
+        Without ``whole`` (``runtime.eval_early``'s evaluations) the main mode and the exact
+        regret only: no ``eval_modes``, no solver-graded decision set."""
         from yamblab.agents.search_agent import network_agent
 
         t0 = time.perf_counter()
@@ -270,7 +272,7 @@ class Evaluator:
         out = eval_payload(report, version, time.perf_counter() - t0)
         out["mode"] = self.cfg.eval_depth
         out["modes"] = {}
-        for mode, games in self.cfg.runtime.eval_modes.items():
+        for mode, games in (self.cfg.runtime.eval_modes if whole else {}).items():
             t1 = time.perf_counter()
             extra = eval_payload(self.grade(network_agent(net, self.game, mode), games=games), version, 0.0)
             m = extra["metrics"]
@@ -287,7 +289,7 @@ class Evaluator:
             out["metrics"].update({"eval.exact_score": ex["exact_score"], "eval.exact_regret": ex["exact_regret"],
                                    "eval.exact_seconds": ex["valuation_seconds"] + ex["evaluation_seconds"]})
             _add_mode(out, EXACT_MODE, np.array([ex["exact_regret"]]))
-        if self.solver_applies():
+        if whole and self.solver_applies():
             self.solver_grade(net, out)
         return out
 

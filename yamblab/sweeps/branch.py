@@ -53,7 +53,8 @@ def base_config(spec: SweepConfig, base: RunConfig) -> RunConfig:
 
 #: ``(section, key, default)`` of run-config settings added after sweeps were recorded, whose
 #: default leaves a run as it was: left out of :func:`config_digest` at that default
-_LATER_DEFAULTS = (("runtime", "learner_compile", False), ("train", "policy_share_final", None))
+_LATER_DEFAULTS = (("runtime", "learner_compile", False), ("train", "policy_share_final", None),
+                   ("runtime", "eval_early", None))
 
 
 def config_digest(cfg: RunConfig) -> str:

@@ -293,9 +293,10 @@ class RayBackend:
 
         return ray.get(self.buffer.size.remote())
 
-    def start_evaluation(self, version, weights):
-        """Start the evaluator on ``weights``; returns the call's reference."""
-        return self.evaluator.evaluate.remote(version, weights)
+    def start_evaluation(self, version, weights, whole=True):
+        """Start the evaluator on ``weights`` (every mode, or without ``whole`` the main mode
+        and the exact regret only); returns the call's reference."""
+        return self.evaluator.evaluate.remote(version, weights, whole)
 
     def state(self) -> tuple[dict, dict]:
         import ray
@@ -430,8 +431,8 @@ class InProcessBackend(RayBackend):
     def buffer_size(self) -> int:
         return self.buffer.size()
 
-    def start_evaluation(self, version, weights):
-        return _Done(self.evaluator.evaluate(version, weights))
+    def start_evaluation(self, version, weights, whole=True):
+        return _Done(self.evaluator.evaluate(version, weights, whole))
 
     def state(self) -> tuple[dict, dict]:
         return self.learner.state_dict(), self.buffer.state_dict()
@@ -501,7 +502,7 @@ class TrainingRun:
         self.last_eval: dict | None = None
         self._inflight: dict[int, tuple[int, list]] = {}    # batch -> (weights' iteration, jobs)
         self._pending_eval: list[dict] = []
-        self._eval_owed = False
+        self._eval_owed: str | None = None   # an evaluation due while the evaluator was busy: its kind
         self._positions_total = 0
         self._steps_total = 0
         self._samples_total = 0
@@ -689,16 +690,17 @@ class TrainingRun:
         metrics["minutes"] = self.elapsed / 60.0
         self.history.append(metrics)
         # a branched run counts its evaluations from the branch point
-        if (self.iteration - (self.branch_iteration or 0)) % rt.eval_every == 0 or self.iteration >= rt.iterations:
-            self._eval_owed = True
+        due = rt.evaluation_due(self.iteration, since=self.branch_iteration or 0)
+        if due is not None and self._eval_owed != "full":
+            self._eval_owed = due
         if self._eval_owed:
             # one evaluation at a time: while the evaluator is still busy with an earlier one,
             # a due evaluation waits for the first iteration after it finishes (evaluations
             # never queue up behind a slow evaluator, nor steal more of the machine)
             self._poll_evaluations(block=False)
             if not self._pending_eval or self.iteration >= rt.iterations:
-                self._start_evaluation()
-                self._eval_owed = False
+                self._start_evaluation(whole=self._eval_owed == "full")
+                self._eval_owed = None
         # the serial loop (lag 0) waits for its evaluation, so the iteration's metrics carry it
         self._poll_evaluations(block=rt.max_policy_lag == 0)
         if self._checkpoint_due():
@@ -725,14 +727,17 @@ class TrainingRun:
         return record
 
     # -- evaluations run beside the loop
-    def _start_evaluation(self) -> None:
-        if self._pending_eval and self._pending_eval[-1]["iteration"] == self.iteration:
+    def _start_evaluation(self, whole: bool = True) -> None:
+        """Start an evaluation of the current weights: ``whole`` grades every mode, else the
+        main mode and the exact regret only (``runtime.eval_early``'s evaluations)."""
+        if self._pending_eval and self._pending_eval[-1]["iteration"] == self.iteration \
+                and (self._pending_eval[-1]["whole"] or not whole):
             return
         version, weights = self.backend.weights()
         if self.cfg.runtime.snapshots:
             self._snapshot(weights)
         self._pending_eval.append({
-            "ref": self.backend.start_evaluation(version, weights), "iteration": self.iteration,
+            "ref": self.backend.start_evaluation(version, weights, whole), "iteration": self.iteration, "whole": whole,
             "minutes": self.elapsed / 60.0, "positions": self._positions_total, "steps": self._steps_total,
             "samples": self._samples_total, "games_played": self.games_played})
 
@@ -765,7 +770,7 @@ class TrainingRun:
             for h in self.history:
                 if h["iteration"] == head["iteration"]:
                     h.update(ev["metrics"])
-            self.evals.append({"iteration": head["iteration"], "minutes": head["minutes"],
+            self.evals.append({"iteration": head["iteration"], "whole": head["whole"], "minutes": head["minutes"],
                                "positions": head["positions"], "steps": head["steps"], "samples": head["samples"],
                                "per_game_regret": np.round(ev["per_game_regret"], 6).tolist(),
                                "scores": ev["scores"].tolist(), "by_box": ev["by_box"],
@@ -869,7 +874,10 @@ class TrainingRun:
                         bar.refresh()
                     else:
                         bar.update(1)
-            if self.iteration > 0 and not any(e["iteration"] == self.iteration for e in self.evals):
+            # the run ends on a whole evaluation of its last weights (an early one of the same
+            # iteration, runtime.eval_early, lacks the other modes the summary reports)
+            self._poll_evaluations(block=True)
+            if self.iteration > 0 and not any(e["iteration"] == self.iteration and e.get("whole", True) for e in self.evals):
                 self._start_evaluation()
             self._poll_evaluations(block=True)
             self.checkpoint(keep_buffer=self.keep_buffer_at_end)

@@ -72,6 +72,38 @@ def label(run: str) -> str:
     return re.sub(r"-[0-9a-f]{12}$", "", run)
 
 
+def first_reached(evals: list[dict]) -> dict[float, tuple[float, float]]:
+    """Threshold -> (minutes, self-play positions) of the first evaluation whose headline regret
+    is at or below it (:func:`yamblab.training.summary.run_summary`'s ``minutes_to_T``)."""
+    from yamblab.training.summary import THRESHOLDS, _key, run_summary
+
+    sm = run_summary(evals)
+    return {t: (sm[f"summary.minutes_to_{_key(t)}"], sm[f"summary.positions_to_{_key(t)}"])
+            for t in THRESHOLDS if f"summary.minutes_to_{_key(t)}" in sm}
+
+
+def print_first_reached(runs: dict[str, list[dict]], names: list[str]) -> None:
+    """Print each run's minutes (and M positions) to first reach each regret threshold, with the
+    median over the runs; where runs evaluated more densely early (``runtime.eval_early``), also
+    what the whole evaluations alone (``eval_every``'s grid) would have said."""
+    from yamblab.training.summary import THRESHOLDS
+
+    grids = [("all evaluations", lambda e: True)]
+    if any(not e.get("whole", True) for n in names for e in runs[n]):
+        grids.append(("the whole evaluations only (eval_every's grid)", lambda e: e.get("whole", True)))
+    for title, keep in grids:
+        print(f"\nminutes (M positions) to first reach each regret, {title}")
+        print(f"{'run':<34}" + "".join(f"{'<=' + format(t, 'g'):>16}" for t in THRESHOLDS))
+        table = []
+        for n in names:
+            hit = first_reached([e for e in runs[n] if keep(e)])
+            table.append([hit.get(t, (np.nan, np.nan))[0] for t in THRESHOLDS])
+            print(f"{label(n):<34}" + "".join(
+                f"{f'{hit[t][0]:.1f} ({hit[t][1] / 1e6:.2f})' if t in hit else '-':>16}" for t in THRESHOLDS))
+        with np.errstate(all="ignore"):
+            print(f"{'median (minutes)':<34}" + "".join(f"{v:>16.1f}" for v in np.nanmedian(np.asarray(table), axis=0)))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", type=Path, nargs="+", help="run folders, or a folder of run folders")
@@ -103,6 +135,7 @@ def main() -> None:
             print(f"{'median':<34}" + "".join(f"{v:>8.2f}" for v in np.nanmedian(g, axis=0)))
             print(f"{'min':<34}" + "".join(f"{v:>8.2f}" for v in np.nanmin(g, axis=0)))
             print(f"{'max':<34}" + "".join(f"{v:>8.2f}" for v in np.nanmax(g, axis=0)))
+    print_first_reached(runs, names)
     if a.plot:
         import matplotlib
 

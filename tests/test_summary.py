@@ -58,3 +58,24 @@ def test_seed_curves_reads_each_mark_from_the_last_evaluation_before_it(benchmar
     got = sc.at_marks(head, [1.0, 2.0, 5.0, 7.0, 7.5])
     assert math.isnan(got[0]) and got[1:4] == [11.2, 1.9, 0.9] and math.isnan(got[4])
     assert sc.label("cpu-config-seed2-2b15956d56d4") == "cpu-config-seed2" and sc.label("my-run") == "my-run"
+
+
+def test_seed_curves_times_each_threshold_on_every_grid(benchmark_module, capsys):
+    """benchmarks/seed_curves.py's first-reached table: minutes and positions of the first
+    evaluation at or below each threshold, on all evaluations and, where a run evaluated more
+    densely early (``runtime.eval_early``), on the whole ones alone, with the median."""
+    sc = benchmark_module("seed_curves")
+    early = dict(whole=False)
+    runs = {"a-seed0": [_ev(2.0, 1000, 3.0, policy=30), {**_ev(3.0, 1500, 1.8), **early}, {**_ev(4.0, 2000, 0.9), **early},
+                        _ev(5.0, 2500, 0.8, policy=12)],
+            "a-seed1": [_ev(2.0, 1000, 2.5, policy=30), {**_ev(3.0, 1500, 1.5), **early}, _ev(5.5, 2500, 0.95, policy=9)]}
+    assert sc.first_reached(runs["a-seed0"]) == {5.0: (2.0, 1000.0), 2.0: (3.0, 1500.0), 1.0: (4.0, 2000.0)}
+    whole = [e for e in runs["a-seed0"] if e.get("whole", True)]
+    assert sc.first_reached(whole) == {5.0: (2.0, 1000.0), 2.0: (5.0, 2500.0), 1.0: (5.0, 2500.0)}
+    sc.print_first_reached(runs, sorted(runs))
+    out = capsys.readouterr().out
+    assert "4.0 (0.00)" in out and "the whole evaluations only" in out
+    all_rows, whole_rows = out.split("the whole evaluations only")
+    med_all = [ln for ln in all_rows.splitlines() if ln.startswith("median")][0].split()[2:]
+    med_whole = [ln for ln in whole_rows.splitlines() if ln.startswith("median")][0].split()[2:]
+    assert med_all[:3] == ["2.0", "3.0", "4.8"] and med_whole[:3] == ["2.0", "5.2", "5.2"]

@@ -12,16 +12,8 @@ import argparse
 import os
 import resource
 import statistics
-import time
 
-from yamblab.games.yahtzee.rules import OFFICIAL
-from yamblab.oracle.yahtzee import _kernels
-
-
-def timed_build(n_threads: int) -> float:
-    t0 = time.perf_counter()
-    _kernels.solve(OFFICIAL.joker_code, OFFICIAL.upper_bonus, OFFICIAL.yahtzee_bonus, n_threads)
-    return time.perf_counter() - t0
+from yamblab.oracle.yahtzee.table import timed_build
 
 
 def main() -> None:

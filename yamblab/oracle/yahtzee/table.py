@@ -34,6 +34,18 @@ FORMAT_VERSION = 1
 TABLE_SHAPE = (4096, 3, 64)
 
 
+def timed_build(n_threads: int = 1, rules: YahtzeeRules = OFFICIAL) -> float:
+    """Seconds (float, wall time) that one backward pass over ``rules``' table takes on
+    ``n_threads`` OpenMP threads (0: all cores), nothing cached or kept: the machine's speed as
+    a yardstick for wall times (``benchmarks/oracle_build.py``, the machine line of
+    ``yamblab train``)."""
+    import time
+
+    t0 = time.perf_counter()
+    _kernels.solve(rules.joker_code, rules.upper_bonus, rules.yahtzee_bonus, n_threads)
+    return time.perf_counter() - t0
+
+
 def cache_dir() -> Path:
     """The folder for oracle tables: ``$YAMBLAB_CACHE_DIR`` or ``~/.cache/yamblab``."""
     env = os.environ.get("YAMBLAB_CACHE_DIR")

@@ -665,3 +665,32 @@ def test_run_summaries_give_each_seed_and_the_median_and_range():
     assert lines[6].split() == ["median", "0.53", "17.2", "6.10"]
     assert lines[7].split() == ["min..max", "0.39..0.61", "12.7..-", "6.00..6.30"]
     assert format_run_summaries({"a": [(0, {"summary.minutes": 3.0})]}) == ""
+
+
+def test_a_time_budgeted_trial_times_the_machine_before_and_after(tmp_path, monkeypatch):
+    """A trial with a time budget of 5 minutes or more measures the machine's speed (the oracle
+    table's build on one thread) before and after its run, into its summary, and the sweep's
+    per-run table prints both beside its minutes; shorter trials skip the 6 s."""
+    from yamblab.sweeps import trial
+    from yamblab.training import runtime
+    from yamblab.training.config import load_run_config
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = load_run_config(root / "configs" / "yahtzee-tiny.yaml", {
+        "runtime.run_dir": str(tmp_path / "runs"), "runtime.iterations": 1, "runtime.max_policy_lag": 0,
+        "runtime.actors": "in_process", "runtime.eval_games": 2, "train.games_per_iteration": 2,
+        "runtime.time_budget_minutes": 5})
+    assert trial.times_machine(cfg) and not trial.times_machine(cfg.model_copy(update={
+        "runtime": cfg.runtime.model_copy(update={"time_budget_minutes": 4.9})}))
+    speeds = iter([0.61, 0.93])
+    monkeypatch.setattr(runtime, "oracle_build_seconds", lambda: next(speeds))
+    runner = trial.TrialRunner(cfg, str(tmp_path / "trial"), cpus=1)
+    try:
+        runner.iteration()
+        out = runner.finish()
+    finally:
+        runner.run.shutdown()
+    assert (out["metrics"]["machine.oracle_seconds_start"], out["metrics"]["machine.oracle_seconds_end"]) == (0.61, 0.93)
+    text = format_run_summaries({"a": [(0, {"summary.exact_regret": 0.2, **{k: v for k, v in out["metrics"].items()
+                                                                          if k.startswith("machine.")}})]})
+    assert "machine s before" in text and text.splitlines()[-1].split()[-2:] == ["0.61", "0.93"]

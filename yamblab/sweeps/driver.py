@@ -689,7 +689,7 @@ class Sweep:
                 trial.set_user_attr("loss", out.get("loss", "regret"))
                 trial.set_user_attr("attempts", slot.attempts)
                 reached = {k: float(v) for k, v in out.get("metrics", {}).items()
-                           if k.startswith("summary.") and math.isfinite(float(v))}
+                           if k.startswith(("summary.", "machine.")) and math.isfinite(float(v))}
                 if reached:
                     trial.set_user_attr("summary", reached)
                 study.tell(trial, float(regrets.mean()))

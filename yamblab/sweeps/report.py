@@ -168,6 +168,8 @@ RUN_COLUMNS = (
     ("summary.minutes_to_0_5", "min to 0.5", "{:.1f}"),
     ("summary.worst_after_2", "worst after 2", "{:.2f}"),
     ("summary.positions", "M positions", "{:.2f}"),
+    ("machine.oracle_seconds_start", "machine s before", "{:.2f}"),
+    ("machine.oracle_seconds_end", "after", "{:.2f}"),
 )
 
 
@@ -196,8 +198,10 @@ def format_run_summaries(arms: dict[str, list[tuple[int, dict]]]) -> str:
     w = [max(10, len(h)) for _, h, _ in cols]
     head = f"{'arm':26s} {'seed':>11s} " + " ".join(f"{h:>{n}s}" for (_, h, _), n in zip(cols, w))
     lines = ["Each run's own curve (the exact full-turn regret where it is computed; minutes of its own "
-             "wall time, first evaluation at or below each threshold; '-': not reached):", head,
-             "-" * len(head)]
+             "wall time, first evaluation at or below each threshold; '-': not reached"
+             + ("; machine: the oracle table's build on one thread before and after the run, in seconds, "
+                "the yardstick of its minutes" if any(k.startswith("machine.") for k, _, _ in cols) else "")
+             + "):", head, "-" * len(head)]
     for arm, runs in arms.items():
         for seed, s in sorted(runs, key=lambda r: r[0]):
             lines.append(f"{arm:26s} {seed:>11d} "

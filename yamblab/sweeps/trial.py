@@ -9,6 +9,18 @@ from pathlib import Path
 
 from yamblab.training.config import RunConfig
 
+#: a trial whose time budget is at least this many minutes times the machine's speed before and
+#: after it (:func:`~yamblab.training.runtime.oracle_build_seconds`, about 3 s each): its
+#: minutes are among its figures, and a shared VM's speed moves within a sweep
+MACHINE_SPEED_MIN_BUDGET = 5.0
+
+
+def times_machine(config: RunConfig) -> bool:
+    """Whether a trial of ``config`` measures the machine's speed before and after it (a time
+    budget of at least :data:`MACHINE_SPEED_MIN_BUDGET` minutes)."""
+    budget = config.runtime.time_budget_minutes
+    return budget is not None and budget >= MACHINE_SPEED_MIN_BUDGET
+
 
 class TrialRunner:
     """Drives one trial's training run, an iteration at a time (the body of a Ray trial actor).
@@ -32,6 +44,11 @@ class TrialRunner:
         from yamblab.training.runtime import CHECKPOINT, TrainingRun
 
         resume = bool(resume) and (Path(run_dir) / CHECKPOINT).exists()
+        self._machine: dict[str, float] = {}
+        if times_machine(config):
+            from yamblab.training.runtime import oracle_build_seconds
+
+            self._machine["machine.oracle_seconds_start"] = oracle_build_seconds()
         self.run = TrainingRun(config, run_dir, resume=resume, progress=False, cpus=cpus)
         self.resumed_from = self.run.iteration if resume else None
         self._weights_bytes: int | None = None
@@ -135,6 +152,8 @@ class TrialRunner:
             "network": {"model_config": dict, "ema": state_dict}}``: the last evaluation's
             per-game losses in the main mode and in every other graded mode, the plots and
             config (file contents travel to the driver, which logs them) and the trained network.
+            A time-budgeted trial (:func:`times_machine`) has the machine's speed before and
+            after it in ``metrics`` (``machine.oracle_seconds_start`` and ``_end``).
 
         The resumable checkpoint stays in the trial's folder, without its replay buffer once
         the trial has finished (a finished trial is never carried on; the buffer is most of
@@ -144,7 +163,11 @@ class TrialRunner:
 
         self.run.keep_buffer_at_end = False
         self.run.run()   # evaluates the last iteration if it was not an evaluation iteration
-        out = self.run.finish()
+        if self._machine:
+            from yamblab.training.runtime import oracle_build_seconds
+
+            self._machine["machine.oracle_seconds_end"] = oracle_build_seconds()
+        out = self.run.finish(machine=self._machine or None)
         files = {}
         for f in out["files"]:
             p = Path(f)

@@ -380,9 +380,9 @@ def test_a_run_without_a_compiler_is_refused_before_its_folder(monkeypatch, tmp_
 
 
 def test_settings_added_later_leave_old_digests_alone():
-    """runtime.learner_compile and train.policy_share_final at their defaults leave a config's
-    digest what it was before they existed (recomputed here by the old formula), so recorded
-    sweeps keep their arms; set, they change it."""
+    """runtime.learner_compile, train.policy_share_final and runtime.eval_early at their
+    defaults leave a config's digest what it was before they existed (recomputed here by the old
+    formula), so recorded sweeps keep their arms; set, they change it."""
     from yamblab.sweeps.branch import config_digest
     from yamblab.training.config import RunConfig
     import hashlib
@@ -394,6 +394,7 @@ def test_settings_added_later_leave_old_digests_alone():
     d["runtime"].pop("run_dir", None)
     d["runtime"].pop("learner_compile")                  # the digest before the settings existed
     d["train"].pop("policy_share_final")
+    d["runtime"].pop("eval_early")
     before = hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
     assert config_digest(cfg) == before
     on = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={"learner_compile": True})})
@@ -402,6 +403,10 @@ def test_settings_added_later_leave_old_digests_alone():
     rising = cfg.model_copy(update={"train": cfg.train.model_copy(update={"policy_share": 0.1,
                                                                            "policy_share_final": 0.3})})
     assert config_digest(rising) != config_digest(fixed)
+    early = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={"eval_every": 25, "eval_early": {
+        "every": 5, "until": 150}})})
+    assert config_digest(early) != config_digest(cfg.model_copy(update={"runtime": cfg.runtime.model_copy(
+        update={"eval_every": 25})}))
 
 
 @pytest.mark.skipif(not any(__import__("shutil").which(n) for n in ("g++", "clang++", "c++")),

@@ -84,7 +84,8 @@ def first_reached(evals: list[dict]) -> dict[float, tuple[float, float]]:
 
 def print_first_reached(runs: dict[str, list[dict]], names: list[str]) -> None:
     """Print each run's minutes (and M positions) to first reach each regret threshold, with the
-    median over the runs; where runs evaluated more densely early (``runtime.eval_early``), also
+    median over the runs (a run that did not reach a threshold counts as later than any that
+    did: "-" where most did not); where runs evaluated more densely early (``runtime.eval_early``), also
     what the whole evaluations alone (``eval_every``'s grid) would have said."""
     from yamblab.training.summary import THRESHOLDS
 
@@ -97,11 +98,12 @@ def print_first_reached(runs: dict[str, list[dict]], names: list[str]) -> None:
         table = []
         for n in names:
             hit = first_reached([e for e in runs[n] if keep(e)])
-            table.append([hit.get(t, (np.nan, np.nan))[0] for t in THRESHOLDS])
+            table.append([hit.get(t, (np.inf, np.nan))[0] for t in THRESHOLDS])
             print(f"{label(n):<34}" + "".join(
                 f"{f'{hit[t][0]:.1f} ({hit[t][1] / 1e6:.2f})' if t in hit else '-':>16}" for t in THRESHOLDS))
-        with np.errstate(all="ignore"):
-            print(f"{'median (minutes)':<34}" + "".join(f"{v:>16.1f}" for v in np.nanmedian(np.asarray(table), axis=0)))
+        # a threshold a run did not reach counts as later than any run that did (as in the sweep's table)
+        med = np.median(np.asarray(table, np.float64), axis=0)
+        print(f"{'median (minutes)':<34}" + "".join(f"{v:>16.1f}" if np.isfinite(v) else f"{'-':>16}" for v in med))
 
 
 def main() -> None:

@@ -79,3 +79,8 @@ def test_seed_curves_times_each_threshold_on_every_grid(benchmark_module, capsys
     med_all = [ln for ln in all_rows.splitlines() if ln.startswith("median")][0].split()[2:]
     med_whole = [ln for ln in whole_rows.splitlines() if ln.startswith("median")][0].split()[2:]
     assert med_all[:3] == ["2.0", "3.0", "4.8"] and med_whole[:3] == ["2.0", "5.2", "5.2"]
+    assert med_all[3] == "-"                  # neither run reached 0.5: no median, not a number
+    runs["a-seed1"] = runs["a-seed1"][:2]      # stopped before 1 point: later than seed 0's 4.0
+    sc.print_first_reached(runs, sorted(runs))
+    med = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("median")][0].split()[2:]
+    assert med[2] == "-" and med[1] == "3.0"

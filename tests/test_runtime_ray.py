@@ -242,3 +242,27 @@ def test_early_evaluations_must_be_denser_than_the_grid():
     assert [i for i in range(1, 31) if rt.evaluation_due(i)] == [3, 6, 9, 10, 12, 20, 30]
     assert [rt.evaluation_due(i) for i in (3, 10, 12, 15, 30)] == ["early", "full", "early", None, "full"]
     assert [i for i in range(8, 31) if rt.evaluation_due(i, since=7)] == [10, 13, 16, 17, 19, 27, 30]
+
+
+def test_a_run_stopped_on_an_early_evaluation_ends_on_a_whole_one(tmp_path, one_torch_thread):
+    """A time budget that ends a run at an iteration with an early evaluation (``eval_early``)
+    adds a whole evaluation of the same weights, so the summary has every mode."""
+    from yamblab.training.config import load_run_config
+    from yamblab.training.runtime import TrainingRun
+    from yamblab.training.summary import run_summary
+
+    cfg = load_run_config(ROOT / "configs" / "yahtzee-tiny.yaml", {
+        "runtime.run_dir": str(tmp_path / "runs"), "runtime.iterations": 5, "runtime.max_policy_lag": 0,
+        "runtime.actors": "in_process", "runtime.eval_every": 4, "runtime.eval_early": {"every": 1, "until": 2},
+        "runtime.eval_games": 2, "runtime.eval_modes": {"none": 3}, "train.games_per_iteration": 2,
+        "runtime.time_budget_minutes": 1e-4})
+    run = TrainingRun(cfg, tmp_path / "run", progress=False, cpus=1)
+    try:
+        run.step()                  # iteration 1, and its early evaluation
+        assert [(e["iteration"], e["whole"]) for e in run.evals] == [(1, False)]
+        run.run()                   # the budget is spent: no more iterations, the last evaluation
+    finally:
+        run.shutdown()
+    assert run.iteration == 1
+    assert [(e["iteration"], e["whole"]) for e in run.evals] == [(1, False), (1, True)]
+    assert "summary.policy_regret" in run_summary(run.evals)

@@ -23,7 +23,7 @@ def train(
     """Train an agent by AlphaZero-style self-play on a Ray cluster, graded by the oracle."""
     import datetime
 
-    from yamblab.training.runtime import CHECKPOINT, TrainingRun, machine_description, oracle_build_seconds
+    from yamblab.training.runtime import CHECKPOINT, TrainingRun, machine_description
     from yamblab.training.config import apply_overrides, load_run_config
     from yamblab.training.tracking import Tracker
 
@@ -73,15 +73,14 @@ def train(
     run = None
     try:
         # the machine's speed before and after, beside the run's minutes: a shared VM's varies
-        speed_at_start = oracle_build_seconds()
-        run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker)
+        run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker, time_machine=True)
         rt = cfg.runtime
         typer.echo(f"resources: {run.backend.resources.describe()}\n"
                    f"loop: self-play plays up to {rt.max_policy_lag} weight version(s) ahead of the learner; "
                    f"replay ratio {cfg.train.replay_ratio:g} optimiser samples per new position")
         run.run()
-        speed = {"machine.oracle_seconds_start": speed_at_start, "machine.oracle_seconds_end": oracle_build_seconds()}
-        out = run.finish(machine=speed)
+        out = run.finish()
+        speed = run.machine
         last = {**run.history[-1], **(run.last_eval or {})}
         if "eval.regret_mean" in last:
             graded = (f"noise-free regret {last['eval.regret_mean']:.2f} points/game "

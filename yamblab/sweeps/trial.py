@@ -44,12 +44,8 @@ class TrialRunner:
         from yamblab.training.runtime import CHECKPOINT, TrainingRun
 
         resume = bool(resume) and (Path(run_dir) / CHECKPOINT).exists()
-        self._machine: dict[str, float] = {}
-        if times_machine(config):
-            from yamblab.training.runtime import oracle_build_seconds
-
-            self._machine["machine.oracle_seconds_start"] = oracle_build_seconds()
-        self.run = TrainingRun(config, run_dir, resume=resume, progress=False, cpus=cpus)
+        self.run = TrainingRun(config, run_dir, resume=resume, progress=False, cpus=cpus,
+                               time_machine=times_machine(config))
         self.resumed_from = self.run.iteration if resume else None
         self._weights_bytes: int | None = None
         self._store = None
@@ -163,11 +159,7 @@ class TrialRunner:
 
         self.run.keep_buffer_at_end = False
         self.run.run()   # evaluates the last iteration if it was not an evaluation iteration
-        if self._machine:
-            from yamblab.training.runtime import oracle_build_seconds
-
-            self._machine["machine.oracle_seconds_end"] = oracle_build_seconds()
-        out = self.run.finish(machine=self._machine or None)
+        out = self.run.finish()
         files = {}
         for f in out["files"]:
             p = Path(f)

@@ -44,6 +44,8 @@ SOLVER_MODES = tuple(SOLVER_LOSSES)
 #: The exact regret of full-turn search on the boundary head (Yahtzee): the backward pass with
 #: the network's choices, one number per network with no dice noise at all.
 EXACT_MODE = "full_turn_exact"
+
+
 class EarlyEvaluations(BaseModel):
     """Denser evaluations at the start of a run (``runtime.eval_early``), where the thresholds
     of :data:`yamblab.training.summary.THRESHOLDS` are crossed and ``eval_every``'s grid would
@@ -179,10 +181,14 @@ class RuntimeConfig(BaseModel):
     exact_eval: bool = True
 
     @model_validator(mode="after")
-    def _check_actors(self) -> "RuntimeConfig":
+    def _check_eval_early(self) -> "RuntimeConfig":
         if self.eval_early is not None and self.eval_early.every >= self.eval_every:
             raise ValueError(f"runtime.eval_early.every ({self.eval_early.every}) must be fewer iterations than "
                              f"runtime.eval_every ({self.eval_every}): the early evaluations are the denser ones")
+        return self
+
+    @model_validator(mode="after")
+    def _check_actors(self) -> "RuntimeConfig":
         if self.actors == "in_process":
             if self.max_policy_lag != 0:
                 raise ValueError("runtime.actors: 'in_process' runs the serial loop only; set "

@@ -462,6 +462,10 @@ class TrainingRun:
             cluster's.
         parent_run_id, tags: the MLflow run this run's own is a child of (a branched sweep's
             base), and further tags of its run.
+        time_machine: time the machine (:func:`oracle_build_seconds`, about 3 s) before any
+            actor starts and again in :meth:`finish`, into :attr:`machine`
+            (``machine.oracle_seconds_start`` and ``_end``), which the summary and MLflow
+            carry beside the run's minutes: a shared VM's speed moves between runs.
 
     A checkpoint written by :func:`~yamblab.sweeps.branch.branch_checkpoint` (a branched
     sweep's trial) carries on from its base's state; the run first evaluates its network at
@@ -470,8 +474,11 @@ class TrainingRun:
 
     def __init__(self, cfg: RunConfig, run_dir: str | Path, resume: bool = False,
                  tracker=None, progress: bool = True, cpus: float | None = None,
-                 parent_run_id: str | None = None, tags: dict | None = None):
+                 parent_run_id: str | None = None, tags: dict | None = None, time_machine: bool = False):
         from yamblab.model.checkpoint import load_checkpoint
+
+        #: the machine's speed before the run (and after it, once :meth:`finish` ran), seconds
+        self.machine: dict[str, float] = {"machine.oracle_seconds_start": oracle_build_seconds()} if time_machine else {}
 
         if cfg.runtime.learner_compile:
             import torch
@@ -868,8 +875,8 @@ class TrainingRun:
                     else:
                         bar.update(1)
             # the run ends on a whole evaluation of its last weights (an early one of the same
-            # iteration, runtime.eval_early, lacks the other modes the summary reports)
-            self._poll_evaluations(block=True)
+            # iteration, runtime.eval_early, lacks the other modes the summary reports; one
+            # still running is not whole either, and _start_evaluation adds the whole one)
             if self.iteration > 0 and not any(e["iteration"] == self.iteration and e.get("whole", True) for e in self.evals):
                 self._start_evaluation()
             self._poll_evaluations(block=True)
@@ -879,19 +886,21 @@ class TrainingRun:
                 bar.close()
         return self.history
 
-    def finish(self, artifact_dir: Path | None = None, machine: dict[str, float] | None = None) -> dict:
-        """Plots and artifacts of the finished run (logged to MLflow when tracking).
+    def finish(self, artifact_dir: Path | None = None) -> dict:
+        """Plots and artifacts of the finished run (logged to MLflow when tracking); a run made
+        with ``time_machine`` first times the machine again (:attr:`machine`) and writes both
+        figures into the summary, logged beside it.
 
         Args:
             artifact_dir: where the plots and ``summary.json`` go (default: the run folder).
-            machine: figures of the machine's speed (e.g. ``machine.oracle_seconds_start``, from
-                :func:`oracle_build_seconds`), written into the summary and logged beside it.
 
         Returns:
             ``{"per_game_regret", "scores", "metrics", "files"}`` of the last evaluation.
         """
         from yamblab.training import plots
 
+        if self.machine:
+            self.machine["machine.oracle_seconds_end"] = oracle_build_seconds()
         out_dir = Path(artifact_dir or self.run_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         last = self.evals[-1]
@@ -914,7 +923,7 @@ class TrainingRun:
         from yamblab.training.summary import run_summary
 
         # what the run reached, and the machine's speed beside it: summary.json and MLflow both
-        end_figures = {**run_summary(self.evals), **(machine or {})}
+        end_figures = {**run_summary(self.evals), **self.machine}
         summary = {**{k: v for k, v in self.history[-1].items() if isinstance(v, (int, float))}, **end_figures}
         atomic_write(out_dir / "summary.json", json.dumps(summary, indent=2).encode())
         files.append(str(out_dir / "summary.json"))

@@ -152,8 +152,7 @@ def test_run_config_names_the_game_options():
         RunConfig(game="yahtzee", columns=["free"])
     with pytest.raises(ValueError, match="network size"):
         RunConfig(preset="tiny")
-    with pytest.raises(ValueError, match="successor_samples"):
-        RunConfig(game="yamb", train={"successor_samples": 4})                # an announce column
+    assert RunConfig(game="yamb", train={"successor_samples": 4}).train.successor_samples == 4   # announce column
     assert RunConfig(game="yamb", columns=["free"], train={"successor_samples": 4}).train.successor_samples == 4
     with pytest.raises(ValueError, match="random_state_samples draws from every reachable Yahtzee card"):
         RunConfig(game="yamb", columns=["free"], train={"random_state_samples": 4})
@@ -209,3 +208,110 @@ def test_yamb_successor_values_are_the_oracles_on_a_column():
     cards = decode_yamb_card(enc, g.rules)
     want = [oracle.state_value(card[0].tolist()) for card in cards]
     assert np.allclose(values, want, atol=1e-9) and len(values) == len(owner) > 0
+
+
+class _CardValuation:
+    """A made-up valuation of boundary cards (any function of the card will do): each open box
+    of the announce column is worth 9 points, every other open box 4, and a filled box its
+    score times a factor that depends on where it lies, so boxes are not interchangeable."""
+
+    def __init__(self, rules):
+        self.rules = rules
+        self.weight = 0.2 + 0.05 * np.arange(rules.n_columns * rules.n_rows).reshape(rules.n_columns, rules.n_rows) % 0.7
+
+    def values(self, enc):
+        from yamblab.games.encoding import decode_yamb_card
+
+        card = decode_yamb_card(enc, self.rules).astype(np.float64)
+        ac = self.rules.announce_column
+        open_ = card < 0
+        per_open = np.full(card.shape[1:], 4.0)
+        per_open[ac] = 9.0
+        return (open_ * per_open).sum(axis=(1, 2)) + (np.where(open_, 0, card) * self.weight).sum(axis=(1, 2))
+
+
+def _jamb_card(rng, n_open, announce_only=False, rules=None):
+    """A card of ``rules`` (default jamb_nn) with ``n_open`` open boxes, scores drawn from what
+    each row can take: only announce boxes, or (``announce_only`` false) down's last, up's first,
+    free and announce boxes; one open box is a free one."""
+    from yamblab.games.yamb.rules import score_table
+
+    r = rules or make_game("yamb", preset="jamb_nn").rules
+    S = score_table(r)
+    card = np.empty((r.n_columns, r.n_rows), np.int16)
+    for c in range(r.n_columns):
+        for row in range(r.n_rows):
+            card[c, row] = rng.choice(np.unique(S[:, row, :r.rolls]))
+    down, free, up, ann = range(4)
+    if announce_only:
+        card[ann, rng.permutation(r.n_rows)[:n_open]] = -1
+    elif n_open == 1:
+        card[free, rng.integers(r.n_rows)] = -1
+    else:
+        k = n_open // 4
+        card[down, r.n_rows - k:] = -1
+        card[up, :k] = -1
+        card[free, rng.permutation(r.n_rows)[:k]] = -1
+        card[ann, rng.permutation(r.n_rows)[:n_open - 3 * k]] = -1
+    return r, card
+
+
+@pytest.mark.parametrize("n_open,announce_only,always,vs_plain", [
+    (9, False, False, ">"),      # the option to announce is worth something
+    (3, True, False, ">"),       # only announce boxes open: announcing is compulsory
+    (1, True, False, ">"),       # the last turn (5 rolls), an announce box
+    (1, False, False, "="),      # the last turn, a free box: nothing to announce
+    (9, False, True, "<"),       # announcing compulsory on every turn: a constraint, not an option
+])
+def test_yamb_turn_start_values_weigh_the_announce_option(n_open, announce_only, always, vs_plain):
+    """A Yamb card's turn-start value with announcing: the average over every first roll of the
+    best Q the full-turn search gives that roll through the engine's own legal actions (play on,
+    score now, or announce a row), computed here one roll at a time. Also covered: a card with
+    only announce boxes open (announcing compulsory), a last turn (5 rolls), and rules where
+    announcing is compulsory on every turn."""
+    from yamblab.games.dice6 import dice_tables
+    from yamblab.games.yamb.engine import YambBatch
+    from yamblab.oracle.yamb.turn import _p_empty
+    from yamblab.search.yamb_search import YambFullTurnSearch, _Cards, turn_start_values
+
+    rules = make_game("yamb", preset="jamb_nn").rules
+    if always:
+        rules = rules.replace(announce_compulsory="always", announce_free_on_pure_roll=False)
+    r, card = _jamb_card(np.random.default_rng(n_open), n_open, announce_only, rules)
+    got = turn_start_values(YambFullTurnSearch(r, _CardValuation(r)), card[None])
+    t = dice_tables(r.n_dice)
+    b = YambBatch(t.n_rolls, r, seed=0)
+    turn = r.n_turns - n_open
+    for i in range(t.n_rolls):
+        b.core.set_state(i, card, np.repeat(np.arange(1, 7), t.rolls[i]), turn, 1, -1)
+    best_q = YambFullTurnSearch(r, _CardValuation(r)).action_values(b).max(axis=1)
+    assert np.isfinite(best_q).all()
+    assert got.shape == (1,) and got[0] == pytest.approx(best_q @ _p_empty(r.n_dice), rel=1e-12)
+    # against the unannounced plan alone (the value successor samples had before)
+    plain = YambFullTurnSearch(r, _CardValuation(r))
+    cb = _Cards(r, card[None])
+    plain._K = np.zeros((1, r.max_rolls - 1, t.n_keeps))
+    plain._key = np.full(1, -1, np.int64)
+    v0 = plain._plan(cb, np.arange(1), plain.box_values(cb, np.arange(1)))[0]
+    assert {">": got[0] > v0 + 1e-6, "=": got[0] == pytest.approx(v0, rel=1e-12), "<": got[0] < v0 - 1e-6}[vs_plain]
+
+
+def test_yamb_turn_start_values_of_many_cards_are_each_cards_own():
+    """Cards valued together (different open boxes and turn lengths) get what each gets alone."""
+    from yamblab.search.yamb_search import YambFullTurnSearch, turn_start_values
+
+    rng = np.random.default_rng(5)
+    cards = [_jamb_card(rng, n, only)[1] for n, only in ((9, False), (3, True), (1, True), (1, False), (13, False))]
+    r = make_game("yamb", preset="jamb_nn").rules
+    search = YambFullTurnSearch(r, _CardValuation(r))
+    together = turn_start_values(search, np.stack(cards))
+    alone = [turn_start_values(search, c[None])[0] for c in cards]
+    assert np.allclose(together, alone, rtol=1e-12) and len(set(np.round(alone, 6))) == 5
+
+
+def test_a_full_card_has_no_turn_start_value():
+    from yamblab.search.yamb_search import YambFullTurnSearch, turn_start_values
+
+    r, card = _jamb_card(np.random.default_rng(0), 0, True)
+    with pytest.raises(ValueError, match="full card"):
+        turn_start_values(YambFullTurnSearch(r, _CardValuation(r)), card[None])

@@ -110,7 +110,10 @@ class TrainConfig(BaseModel):
             target of :attr:`value_target_mix` (their full-turn search value with the playing
             network's values one turn further). Full-turn search asks the value of every
             successor, most of which self-play never visits; without these samples their
-            values are extrapolations. 0 (default): off. Needs full-turn search.
+            values are extrapolations. On a Yamb card a sample's value is the exact expectation
+            over the next turn's first roll of turn-perfect play, the option of announcing
+            included (:func:`yamblab.search.yamb_search.turn_start_values`). 0 (default): off.
+            Needs full-turn search.
         random_state_samples: per turn start, this many boundary states drawn at random from
             all reachable states one box further on (Yahtzee only; not just the turn's own
             successors) are also trained on with the same bootstrapped target: the values of

@@ -26,10 +26,10 @@ import numpy as np
 
 from yamblab.games.dice6 import dice_tables
 from yamblab.games.encoding import N_ACTIONS
-from yamblab.games.yamb.engine import yamb_action_to_shared
+from yamblab.games.yamb.engine import placement_masks, yamb_action_to_shared
 from yamblab.games.yamb.game import BoundaryEncoder, encode_yamb_boundary, encode_yamb_positions
 from yamblab.games.yamb.rules import YambRules, column_next_rows
-from yamblab.oracle.yamb.turn import NEG, TurnPlanner
+from yamblab.oracle.yamb.turn import NEG, TurnPlanner, _best_box, _p_empty, _turn_dp, _unique_rows
 
 CHUNK = 128
 
@@ -206,13 +206,75 @@ class _Cards:
         self.done = open_boxes == 0
 
 
+def turn_start_values(search: YambFullTurnSearch, cards: np.ndarray) -> np.ndarray:
+    """The value of each card at the start of its next turn, before the first roll: the exact
+    expectation over the first roll of turn-perfect play against ``search``'s valuation,
+    **with** the option of announcing a row after the first roll (what the full-turn search
+    weighs at every visited turn start) and the compulsory announcement the rules impose.
+
+    For each first roll (every die thrown) the turn is worth the better of playing on
+    unannounced (score the roll now, or keep dice under the unannounced plan) and announcing
+    an open row of the announce column (score it now, or keep dice with only that box to
+    aim for); the start is worth the average of that over the first roll's outcomes.
+
+    Args:
+        search: the search whose valuation values the cards the turn may leave.
+        cards: int16 (m, C, R) unfinished cards, -1 open.
+
+    Returns:
+        float64 (m,) expected points from the turn's start to the end of the game.
+
+    Raises:
+        ValueError: a full card (it has no next turn).
+    """
+    r = search.rules
+    t = search.tables
+    cb = _Cards(r, cards)
+    if cb.done.any():
+        raise ValueError(f"{int(cb.done.sum())} full card(s): a full card has no next turn")
+    sub = YambFullTurnSearch(r, search.valuation)
+    idx = np.arange(cb.n)
+    W = sub.box_values(cb, idx)                                    # (m, C, R, smax + 1)
+    sub._K = np.zeros((cb.n, max(r.max_rolls - 1, 1), t.n_keeps))
+    sub._key = np.full(cb.n, -1, np.int64)
+    sub._plan(cb, idx, W)
+    search.leaves += sub.leaves
+    rm = cb.rolls_max.astype(np.int64)
+    # unannounced: the first roll scored now, or kept from under the unannounced plan
+    first = placement_masks(r, cb.card, first=True, pure=True)    # (m, C, R)
+    u = _best_box(W, sub.S[:, :, :1], first[..., None])[:, 0]     # (m, n_rolls)
+    more = rm > 1
+    if more.any():
+        u[more] = np.maximum(u[more], t.best_sub_keep(sub._K[more, 0]))
+    ac = r.announce_column
+    if ac >= 0:
+        ann_open = (cb.card[:, ac] < 0).any(axis=1)
+        if r.announce_compulsory == "always":
+            u[ann_open] = NEG
+        best = np.full_like(u, NEG)
+        for row in range(r.n_rows):
+            for L in np.unique(rm):
+                sub_g = np.flatnonzero((cb.card[:, ac, row] < 0) & (rm == L))
+                if sub_g.size == 0:
+                    continue
+                L = int(L)
+                a = W[sub_g[:, None], ac, row, sub.S[None, :, row, 0]]   # score the first roll: (k, n_rolls)
+                if L > 1:
+                    uniq, inv = _unique_rows(W[sub_g, ac, row])     # many cards value this box alike
+                    K = _turn_dp(r, uniq[:, sub.S[:, row, :L].T])[0]  # (u, L - 1, n_keeps)
+                    a = np.maximum(a, t.best_sub_keep(K[:, 0])[inv])
+                best[sub_g] = np.maximum(best[sub_g], a)
+        u = np.maximum(u, best)
+    return u @ _p_empty(r.n_dice)
+
+
 def successor_samples(search: YambFullTurnSearch, batch, games: np.ndarray, k: int, rng):
     """Up to ``k`` random unfinished cards each game's current turn can leave, with the value of
     the next turn's start under ``search``'s valuation (bootstrapped value targets for the cards
     that search asks about but games rarely visit; the Yamb counterpart of Yahtzee's).
 
-    The value is the exact expectation over the next turn's dice of turn-perfect play against
-    the valuation, without the option of announcing (so use it on cards with no announce column).
+    The value is :func:`turn_start_values`: the exact expectation over the next turn's dice of
+    turn-perfect play against the valuation, the option of announcing included.
 
     Returns:
         ``(encoded boundary positions, value targets float64 (m,), owner games int64 (m,))``, or
@@ -229,15 +291,8 @@ def successor_samples(search: YambFullTurnSearch, batch, games: np.ndarray, k: i
     pick = live[np.lexsort((rng.random(live.size), o[live]))]          # shuffled within game
     first = np.searchsorted(o[pick], o[pick], side="left")
     pick = pick[np.arange(pick.size) - first < k]
-    sub = YambFullTurnSearch(r, search.valuation)
-    cb = _Cards(r, nxt[pick])
-    idx = np.arange(cb.n)
-    W = sub.box_values(cb, idx)
-    sub._K = np.zeros((cb.n, max(r.max_rolls - 1, 1), sub.tables.n_keeps))
-    sub._key = np.full(cb.n, -1, np.int64)
-    values = sub._plan(cb, idx, W)
-    search.leaves += sub.leaves
-    return encode_yamb_boundary(r, cb.card), values, games[o[pick]]
+    cards = nxt[pick]
+    return encode_yamb_boundary(r, cards), turn_start_values(search, cards), games[o[pick]]
 
 
 class YambOneStepSearch:
@@ -347,4 +402,4 @@ def _place_dice(dice: np.ndarray, keep_hist: np.ndarray, roll_hists: np.ndarray)
     return out
 
 
-__all__ = ["YambFullTurnSearch", "YambOneStepSearch", "to_shared_q", "successor_samples"]
+__all__ = ["YambFullTurnSearch", "YambOneStepSearch", "to_shared_q", "successor_samples", "turn_start_values"]

@@ -406,9 +406,6 @@ class RunConfig(BaseModel):
         if self.train.decision_batch_size is not None and not self.model.boundary_head:
             raise ValueError("train.decision_batch_size splits the learner's steps into boundary-head steps and "
                              "transformer steps: it needs model.boundary_head true (or leave it unset)")
-        if self.train.successor_samples and getattr(game.rules, "announce_column", -1) >= 0:
-            raise ValueError("train.successor_samples values a Yamb card without the option to announce: "
-                             "use it on cards with no announce column (e.g. columns: [free]), or set it to 0")
         if self.game == "yahtzee" and self.rules != game.rules.name:
             self.rules = game.rules.name      # the canonical name ("forced" when none was given)
         if self.train.bot_share > 0:

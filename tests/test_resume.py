@@ -75,6 +75,33 @@ def test_killed_driver_resumes_at_the_right_iteration(tmp_path, config, n):
             f"the run, {summary['machine.oracle_seconds_end']:.2f} s after it") in res.stdout
 
 
+@pytest.mark.slow
+def test_a_terminated_run_is_marked_killed_and_says_how_to_resume(tmp_path):
+    """SIGTERM (kill, a scheduler's stop) takes Ctrl-C's path even after Ray's init has set its
+    own handler: status 130, the resume command printed, the MLflow run marked KILLED."""
+    runs = tmp_path / "runs"
+    env = {**os.environ, "YAMBLAB_CACHE_DIR": os.environ.get("YAMBLAB_CACHE_DIR", str(tmp_path))}
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    proc = subprocess.Popen(_yamblab("train", "-c", str(ROOT / "configs" / "yahtzee-tiny.yaml"), "--tracking-uri", uri,
+                                     "--set", "runtime.iterations=1000", "--set", f"runtime.run_dir={runs}",
+                                     "--set", "runtime.eval_every=1000"),
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None and not list(runs.glob("*/checkpoint.pt")):
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=120)[0].decode()
+    assert proc.returncode == 130, out[-2000:]
+    assert "interrupted: the last checkpoint is kept; resume with: yamblab train --resume" in out
+    assert "SIGTERM received" not in out and "Traceback" not in out
+    from mlflow import MlflowClient
+
+    client = MlflowClient(uri)
+    logged = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert [r.info.status for r in logged] == ["KILLED"]
+
+
 def test_damaged_checkpoint_is_refused_by_grade(tmp_path):
     from typer.testing import CliRunner
 

@@ -70,6 +70,9 @@ def train(
         from yamblab.actors.cluster import init_ray
 
         init_ray(address)
+    # SIGTERM (kill, a scheduler's stop) takes Ctrl-C's path: the run is marked KILLED and the
+    # last checkpoint named. Set after Ray's init, whose own SIGTERM handler exits at once.
+    on_term = _interrupt_on_sigterm()
     run = None
     try:
         # the machine's speed before and after, beside the run's minutes: a shared VM's varies
@@ -115,6 +118,23 @@ def train(
             import ray
 
             ray.shutdown()
+        on_term()
+
+
+def _interrupt_on_sigterm():
+    """Make SIGTERM raise :class:`KeyboardInterrupt` in the main thread, as Ctrl-C does, so a
+    run stopped by ``kill`` or a scheduler is marked KILLED and says where its checkpoint is.
+
+    Returns a function that puts the previous handler back. Does nothing (and its undo nothing)
+    outside the main thread, where Python cannot set signal handlers."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # None: the handler was not set from Python; the default ends the process
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _kept(run, run_dir: Path, checkpointed: int | None) -> str:

@@ -26,10 +26,10 @@ import numpy as np
 
 from yamblab.games.dice6 import dice_tables
 from yamblab.games.encoding import N_ACTIONS
-from yamblab.games.yamb.engine import placement_masks, yamb_action_to_shared
+from yamblab.games.yamb.engine import yamb_action_to_shared
 from yamblab.games.yamb.game import BoundaryEncoder, encode_yamb_boundary, encode_yamb_positions
 from yamblab.games.yamb.rules import YambRules, column_next_rows
-from yamblab.oracle.yamb.turn import NEG, TurnPlanner, _best_box, _p_empty, _turn_dp, _unique_rows
+from yamblab.oracle.yamb.turn import NEG, TurnPlanner
 
 CHUNK = 128
 
@@ -227,45 +227,14 @@ def turn_start_values(search: YambFullTurnSearch, cards: np.ndarray) -> np.ndarr
     Raises:
         ValueError: a full card (it has no next turn).
     """
-    r = search.rules
-    t = search.tables
-    cb = _Cards(r, cards)
+    cb = _Cards(search.rules, cards)
     if cb.done.any():
         raise ValueError(f"{int(cb.done.sum())} full card(s): a full card has no next turn")
-    sub = YambFullTurnSearch(r, search.valuation)
+    sub = YambFullTurnSearch(search.rules, search.valuation)        # plans apart from search's
     idx = np.arange(cb.n)
-    W = sub.box_values(cb, idx)                                    # (m, C, R, smax + 1)
-    sub._K = np.zeros((cb.n, max(r.max_rolls - 1, 1), t.n_keeps))
-    sub._key = np.full(cb.n, -1, np.int64)
-    sub._plan(cb, idx, W)
+    v = sub.start_values(cb, idx, sub.box_values(cb, idx))
     search.leaves += sub.leaves
-    rm = cb.rolls_max.astype(np.int64)
-    # unannounced: the first roll scored now, or kept from under the unannounced plan
-    first = placement_masks(r, cb.card, first=True, pure=True)    # (m, C, R)
-    u = _best_box(W, sub.S[:, :, :1], first[..., None])[:, 0]     # (m, n_rolls)
-    more = rm > 1
-    if more.any():
-        u[more] = np.maximum(u[more], t.best_sub_keep(sub._K[more, 0]))
-    ac = r.announce_column
-    if ac >= 0:
-        ann_open = (cb.card[:, ac] < 0).any(axis=1)
-        if r.announce_compulsory == "always":
-            u[ann_open] = NEG
-        best = np.full_like(u, NEG)
-        for row in range(r.n_rows):
-            for L in np.unique(rm):
-                sub_g = np.flatnonzero((cb.card[:, ac, row] < 0) & (rm == L))
-                if sub_g.size == 0:
-                    continue
-                L = int(L)
-                a = W[sub_g[:, None], ac, row, sub.S[None, :, row, 0]]   # score the first roll: (k, n_rolls)
-                if L > 1:
-                    uniq, inv = _unique_rows(W[sub_g, ac, row])     # many cards value this box alike
-                    K = _turn_dp(r, uniq[:, sub.S[:, row, :L].T])[0]  # (u, L - 1, n_keeps)
-                    a = np.maximum(a, t.best_sub_keep(K[:, 0])[inv])
-                best[sub_g] = np.maximum(best[sub_g], a)
-        u = np.maximum(u, best)
-    return u @ _p_empty(r.n_dice)
+    return v
 
 
 def successor_samples(search: YambFullTurnSearch, batch, games: np.ndarray, k: int, rng):

@@ -237,6 +237,46 @@ class TurnPlanner:
     def _plan_key(self, batch, games):
         return batch.turn[games].astype(np.int64) * 64 + batch.announced[games].astype(np.int64) + 1
 
+    def _announce_plans(self, batch, games, W):
+        """The keep values after announcing each open row of the announce column: every row of
+        a horizon solved in one DP, each distinct box valuation once.
+
+        Args:
+            W: float (B, C, R, smax + 1) box values of ``games``.
+
+        Returns:
+            (opened, plans): opened maps a row to int64 positions in ``games`` where it is open;
+            plans is a list of ``(row, part, L, Ku, inv)``: the games ``opened[row][part]``,
+            all of horizon ``L`` (their ``batch.rolls_max``), have keep values
+            ``Ku[inv]`` float64 (len(part), L - 1, n_keeps) after announcing ``row`` (``Ku``
+            the distinct ones).
+        """
+        r = self.rules
+        ac = r.announce_column
+        rm = batch.rolls_max[games].astype(np.int64)
+        opened = {}
+        jobs = []                                   # (row, part, L, its DP input, inverse)
+        for row in range(r.n_rows):
+            idx = np.flatnonzero(batch.card[games, ac, row] < 0)
+            if idx.size == 0:
+                continue
+            opened[row] = idx
+            for L in np.unique(rm[idx]):
+                L = int(L)
+                part = np.flatnonzero(rm[idx] == L)
+                # Many games value this box alike (e.g. a combination row): solve each once.
+                uniq, inv = _unique_rows(W[idx[part], ac, row])
+                jobs.append((row, part, L, uniq[:, self.S[:, row, :L].T], inv))
+        plans = []
+        for L in sorted({job[2] for job in jobs}):  # one DP for every row of a horizon
+            group = [job for job in jobs if job[2] == L]
+            K_all = _turn_dp(r, np.concatenate([job[3] for job in group]))[0]
+            at = 0
+            for row, part, _, best, inv in group:
+                plans.append((row, part, L, K_all[at:at + best.shape[0]], inv))   # (u, L-1, n_keeps)
+                at += best.shape[0]
+        return opened, plans
+
     def _announce_values(self, batch, games, W, hold_keeps, ridx, plans: bool = True):
         """Value of announcing each row now (roll 1).
 
@@ -253,41 +293,69 @@ class TurnPlanner:
             roll (empty when ``plans`` is false). Each game's horizon is its own
             ``batch.rolls_max`` (the last turn may have more rolls).
         """
-        r = self.rules
-        ac = r.announce_column
+        ac = self.rules.announce_column
         rm = batch.rolls_max[games].astype(np.int64)
-        out = np.full((len(games), r.n_rows), NEG)
+        out = np.full((len(games), self.rules.n_rows), NEG)
+        opened, solved = self._announce_plans(batch, games, W)
         Ks = {}
-        jobs = []                                   # (row, part, sub, L, its DP input, inverse)
-        for row in range(r.n_rows):
-            openg = batch.card[games, ac, row] < 0
-            if not openg.any():
-                continue
-            idx = np.flatnonzero(openg)
+        for row, idx in opened.items():
             if plans:
                 Lmax = int(rm[idx].max())
                 Ks[row] = (idx, np.zeros((len(idx), max(Lmax - 1, 0), self.tables.n_keeps)))
             out[idx, row] = W[idx, ac, row, self.S[ridx[idx], row, 0]]   # score the first roll
-            for L in np.unique(rm[idx]):
-                L = int(L)
-                part = np.flatnonzero(rm[idx] == L)
-                sub = idx[part]
-                # Many games value this box alike (e.g. a combination row): solve each once.
-                uniq, inv = _unique_rows(W[sub, ac, row])
-                jobs.append((row, part, sub, L, uniq[:, self.S[:, row, :L].T], inv))
-        for L in sorted({job[3] for job in jobs}):  # one DP for every row of a horizon
-            group = [job for job in jobs if job[3] == L]
-            K_all = _turn_dp(r, np.concatenate([job[4] for job in group]))[0]
-            at = 0
-            for row, part, sub, _, best, inv in group:
-                Ku = K_all[at:at + best.shape[0]]                       # (u, L-1, n_keeps)
-                at += best.shape[0]
-                if plans:
-                    Ks[row][1][part, :L - 1] = Ku[inv]
-                if L > 1:
-                    hv = np.take_along_axis(Ku[inv, 0], hold_keeps[sub], axis=1).max(axis=1)
-                    out[sub, row] = np.maximum(out[sub, row], hv)
+        for row, part, L, Ku, inv in solved:
+            sub = opened[row][part]
+            if plans:
+                Ks[row][1][part, :L - 1] = Ku[inv]
+            if L > 1:
+                hv = np.take_along_axis(Ku[inv, 0], hold_keeps[sub], axis=1).max(axis=1)
+                out[sub, row] = np.maximum(out[sub, row], hv)
         return out, Ks
+
+    def start_values(self, batch, games: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """The value of each game before its turn's first roll, **with** the option of
+        announcing a row after the first roll and any compulsory announcement of the rules:
+        for each first roll (every die thrown) the better of playing on unannounced (score the
+        roll now, or keep dice under the unannounced plan) and announcing an open row of the
+        announce column (score it now, or keep dice with only that box to aim for), averaged
+        over the first roll's outcomes. (:meth:`_plan`'s value is the unannounced plan's alone.)
+
+        Args:
+            batch: positions at a turn's start (no roll made, nothing announced).
+            games: int64 (B,) the positions to value.
+            W: float (B, C, R, smax + 1) their box values.
+
+        Returns:
+            float64 (B,) expected points from the turn's start under the box valuation.
+
+        Overwrites this planner's plans for ``games``: use one that is not playing them.
+        """
+        r = self.rules
+        t = self.tables
+        games = np.asarray(games, np.int64)
+        if self._K is None or self._K.shape[0] != batch.n:
+            self._K = np.zeros((batch.n, max(r.max_rolls - 1, 1), t.n_keeps))
+            self._key = np.full(batch.n, -1, np.int64)
+        self._plan(batch, games, W)
+        rm = batch.rolls_max[games].astype(np.int64)
+        # unannounced: the first roll scored now, or kept from under the unannounced plan
+        first = placement_masks(r, batch.card[games], first=True, pure=True)    # (B, C, R)
+        u = _best_box(W, self.S[:, :, :1], first[..., None])[:, 0]               # (B, n_rolls)
+        more = rm > 1
+        if more.any():
+            u[more] = np.maximum(u[more], t.best_sub_keep(self._K[games[more], 0]))
+        ac = r.announce_column
+        if ac >= 0:
+            if r.announce_compulsory == "always":
+                u[(batch.card[games, ac] < 0).any(axis=1)] = NEG
+            opened, solved = self._announce_plans(batch, games, W)
+            for row, idx in opened.items():                                     # score it now
+                u[idx] = np.maximum(u[idx], W[idx[:, None], ac, row, self.S[None, :, row, 0]])
+            for row, part, L, Ku, inv in solved:                                # or keep for it
+                if L > 1:
+                    sub = opened[row][part]
+                    u[sub] = np.maximum(u[sub], t.best_sub_keep(Ku[:, 0])[inv])
+        return u @ _p_empty(r.n_dice)
 
     # ------------------------------------------------------------------ acting
     def act(self, batch) -> np.ndarray:

@@ -309,6 +309,29 @@ def test_yamb_turn_start_values_of_many_cards_are_each_cards_own():
     assert np.allclose(together, alone, rtol=1e-12) and len(set(np.round(alone, 6))) == 5
 
 
+def test_start_values_of_some_games_leave_the_plans_being_played_alone():
+    """TurnPlanner.start_values on a subset of a batch's games (in any order) gives what each
+    card gets alone, and the plans the planner holds for the batch it plays stay as they were."""
+    from yamblab.search.yamb_search import YambFullTurnSearch, _Cards, turn_start_values
+
+    rng = np.random.default_rng(7)
+    cards = np.stack([_jamb_card(rng, n, only)[1] for n, only in ((9, False), (1, True), (5, True), (13, False))])
+    r = make_game("yamb", preset="jamb_nn").rules
+    search = YambFullTurnSearch(r, _CardValuation(r))
+    alone = turn_start_values(search, cards)
+    cb = _Cards(r, cards)
+    games = np.array([3, 0, 1])
+    W = search.box_values(cb, games)
+    K = rng.random((cb.n, r.max_rolls - 1, search.tables.n_keeps))
+    key = np.arange(cb.n, dtype=np.int64)
+    search._K, search._key = K.copy(), key.copy()
+    assert np.allclose(search.start_values(cb, games, W), alone[games], rtol=1e-12)
+    assert np.array_equal(search._K, K) and np.array_equal(search._key, key)
+    cb.done[1] = True
+    with pytest.raises(ValueError, match="finished game"):
+        search.start_values(cb, games, W)
+
+
 def test_a_full_card_has_no_turn_start_value():
     from yamblab.search.yamb_search import YambFullTurnSearch, turn_start_values
 

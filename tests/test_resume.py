@@ -86,12 +86,18 @@ def test_a_terminated_run_is_marked_killed_and_says_how_to_resume(tmp_path):
                                      "--set", "runtime.iterations=1000", "--set", f"runtime.run_dir={runs}",
                                      "--set", "runtime.eval_every=1000"),
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.time() + 240
-    while time.time() < deadline and proc.poll() is None and not list(runs.glob("*/checkpoint.pt")):
-        time.sleep(0.2)
-    assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
-    proc.send_signal(signal.SIGTERM)
-    out = proc.communicate(timeout=120)[0].decode()
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None and not list(runs.glob("*/checkpoint.pt")):
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
+        assert list(runs.glob("*/checkpoint.pt")), "no checkpoint within 240 s"
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=120)[0].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 130, out[-2000:]
     assert "interrupted: the last checkpoint is kept; resume with: yamblab train --resume" in out
     assert "SIGTERM received" not in out and "Traceback" not in out
@@ -100,6 +106,20 @@ def test_a_terminated_run_is_marked_killed_and_says_how_to_resume(tmp_path):
     client = MlflowClient(uri)
     logged = client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert [r.info.status for r in logged] == ["KILLED"]
+
+
+def test_the_sigterm_handler_is_put_back():
+    from yamblab.cli.train import _interrupt_on_sigterm
+
+    before = signal.getsignal(signal.SIGTERM)
+    undo = _interrupt_on_sigterm()
+    try:
+        assert signal.getsignal(signal.SIGTERM) is signal.default_int_handler
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGTERM)
+    finally:
+        undo()
+    assert signal.getsignal(signal.SIGTERM) == before
 
 
 def test_damaged_checkpoint_is_refused_by_grade(tmp_path):

@@ -70,11 +70,12 @@ def train(
         from yamblab.actors.cluster import init_ray
 
         init_ray(address)
-    # SIGTERM (kill, a scheduler's stop) takes Ctrl-C's path: the run is marked KILLED and the
-    # last checkpoint named. Set after Ray's init, whose own SIGTERM handler exits at once.
-    on_term = _interrupt_on_sigterm()
+    on_term = None
     run = None
     try:
+        # SIGTERM (kill, a scheduler's stop) takes Ctrl-C's path: the run is marked KILLED and
+        # the last checkpoint named. Set after Ray's init, whose own SIGTERM handler exits at once.
+        on_term = _interrupt_on_sigterm()
         # the machine's speed before and after, beside the run's minutes: a shared VM's varies
         run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker, time_machine=True)
         rt = cfg.runtime
@@ -113,20 +114,24 @@ def train(
             tracker.end_run(run.run_id, "KILLED")
         raise typer.Exit(130) from None
     finally:
-        tracker.close(backfill=f"yamblab train --resume {run_dir}")
-        if started:
-            import ray
+        try:
+            tracker.close(backfill=f"yamblab train --resume {run_dir}")
+            if started:
+                import ray
 
-            ray.shutdown()
-        on_term()
+                ray.shutdown()
+        finally:
+            if on_term is not None:
+                on_term()
 
 
 def _interrupt_on_sigterm():
     """Make SIGTERM raise :class:`KeyboardInterrupt` in the main thread, as Ctrl-C does, so a
     run stopped by ``kill`` or a scheduler is marked KILLED and says where its checkpoint is.
 
-    Returns a function that puts the previous handler back. Does nothing (and its undo nothing)
-    outside the main thread, where Python cannot set signal handlers."""
+    Returns a function that puts back the previous Python-level handler (Ray's, after its
+    init). Does nothing (and its undo nothing) outside the main thread, where Python cannot set
+    signal handlers."""
     import signal
     import threading
 

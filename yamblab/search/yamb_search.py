@@ -230,7 +230,7 @@ def turn_start_values(search: YambFullTurnSearch, cards: np.ndarray) -> np.ndarr
     cb = _Cards(search.rules, cards)
     if cb.done.any():
         raise ValueError(f"{int(cb.done.sum())} full card(s): a full card has no next turn")
-    sub = YambFullTurnSearch(search.rules, search.valuation)        # plans apart from search's
+    sub = YambFullTurnSearch(search.rules, search.valuation)        # box values apart from search's
     idx = np.arange(cb.n)
     v = sub.start_values(cb, idx, sub.box_values(cb, idx))
     search.leaves += sub.leaves

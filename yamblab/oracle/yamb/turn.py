@@ -322,28 +322,37 @@ class TurnPlanner:
 
         Args:
             batch: positions at a turn's start (no roll made, nothing announced).
-            games: int64 (B,) the positions to value.
+            games: int64 (B,) the positions to value, unfinished.
             W: float (B, C, R, smax + 1) their box values.
 
         Returns:
             float64 (B,) expected points from the turn's start under the box valuation.
 
-        Overwrites this planner's plans for ``games``: use one that is not playing them.
+        Raises:
+            ValueError: a finished game among ``games`` (it has no turn to start).
+
+        The plans this planner is playing are left as they were.
         """
         r = self.rules
         t = self.tables
         games = np.asarray(games, np.int64)
-        if self._K is None or self._K.shape[0] != batch.n:
-            self._K = np.zeros((batch.n, max(r.max_rolls - 1, 1), t.n_keeps))
-            self._key = np.full(batch.n, -1, np.int64)
-        self._plan(batch, games, W)
+        if batch.done[games].any():
+            raise ValueError(f"{int(batch.done[games].sum())} finished game(s): no turn to start")
+        playing = self._K, self._key
+        self._K = np.zeros((batch.n, max(r.max_rolls - 1, 1), t.n_keeps))
+        self._key = np.full(batch.n, -1, np.int64)
+        try:
+            self._plan(batch, games, W)
+            K1 = self._K[games, 0]                                  # (B, n_keeps) after the first roll
+        finally:
+            self._K, self._key = playing
         rm = batch.rolls_max[games].astype(np.int64)
         # unannounced: the first roll scored now, or kept from under the unannounced plan
         first = placement_masks(r, batch.card[games], first=True, pure=True)    # (B, C, R)
         u = _best_box(W, self.S[:, :, :1], first[..., None])[:, 0]               # (B, n_rolls)
         more = rm > 1
         if more.any():
-            u[more] = np.maximum(u[more], t.best_sub_keep(self._K[games[more], 0]))
+            u[more] = np.maximum(u[more], t.best_sub_keep(K1[more]))
         ac = r.announce_column
         if ac >= 0:
             if r.announce_compulsory == "always":

@@ -237,12 +237,15 @@ class TurnPlanner:
     def _plan_key(self, batch, games):
         return batch.turn[games].astype(np.int64) * 64 + batch.announced[games].astype(np.int64) + 1
 
-    def _announce_plans(self, batch, games, W):
-        """The keep values after announcing each open row of the announce column: every row of
-        a horizon solved in one DP, each distinct box valuation once.
+    def _announce_plans(self, batch, games, W, one_dp_per_horizon: bool = True):
+        """The keep values after announcing each open row of the announce column, each distinct
+        box valuation solved once.
 
         Args:
             W: float (B, C, R, smax + 1) box values of ``games``.
+            one_dp_per_horizon: solve every row of a horizon in one DP call (what the bots and
+                the search use); False: one call per row and horizon, the faster of the two
+                for :meth:`start_values`' many distinct cards (a smaller working set).
 
         Returns:
             (opened, plans): opened maps a row to int64 positions in ``games`` where it is open;
@@ -268,6 +271,8 @@ class TurnPlanner:
                 uniq, inv = _unique_rows(W[idx[part], ac, row])
                 jobs.append((row, part, L, uniq[:, self.S[:, row, :L].T], inv))
         plans = []
+        if not one_dp_per_horizon:
+            return opened, [(row, part, L, _turn_dp(r, best)[0], inv) for row, part, L, best, inv in jobs]
         for L in sorted({job[2] for job in jobs}):  # one DP for every row of a horizon
             group = [job for job in jobs if job[2] == L]
             K_all = _turn_dp(r, np.concatenate([job[3] for job in group]))[0]
@@ -357,13 +362,18 @@ class TurnPlanner:
         if ac >= 0:
             if r.announce_compulsory == "always":
                 u[(batch.card[games, ac] < 0).any(axis=1)] = NEG
-            opened, solved = self._announce_plans(batch, games, W)
-            for row, idx in opened.items():                                     # score it now
-                u[idx] = np.maximum(u[idx], W[idx[:, None], ac, row, self.S[None, :, row, 0]])
-            for row, part, L, Ku, inv in solved:                                # or keep for it
+            opened, solved = self._announce_plans(batch, games, W, one_dp_per_horizon=False)
+            keeps = {}                                  # row -> [(part, its best keep's value)]
+            for row, part, L, Ku, inv in solved:
                 if L > 1:
-                    sub = opened[row][part]
-                    u[sub] = np.maximum(u[sub], t.best_sub_keep(Ku[:, 0])[inv])
+                    keeps.setdefault(row, []).append((part, t.best_sub_keep(Ku[:, 0])[inv]))
+            best = np.full_like(u, NEG)                 # the best announcement, every row at once
+            for row, idx in opened.items():
+                a = W[idx[:, None], ac, row, self.S[None, :, row, 0]]          # score it now,
+                for part, kv in keeps.get(row, ()):                            # or keep for it
+                    a[part] = np.maximum(a[part], kv)
+                best[idx] = np.maximum(best[idx], a)
+            np.maximum(u, best, out=u)
         return u @ _p_empty(r.n_dice)
 
     # ------------------------------------------------------------------ acting

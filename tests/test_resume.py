@@ -177,6 +177,28 @@ def test_a_run_carried_on_after_its_driver_died_logs_what_an_unbroken_run_logs(t
     assert logged(tracker, run.run_id) == want
 
 
+def test_an_interrupt_while_the_run_is_being_created_marks_its_mlflow_run_killed(tmp_path, tiny_config,
+                                                                                   monkeypatch):
+    """Ctrl-C after the MLflow run is created but before TrainingRun(...) returns (the caller
+    has no run to end) leaves that MLflow run KILLED, not RUNNING for ever."""
+    from yamblab.training.config import apply_overrides
+    from yamblab.training.runtime import TrainingRun
+    from yamblab.training.tracking import Tracker
+
+    cfg = apply_overrides(tiny_config, {"runtime.actors": "in_process", "runtime.max_policy_lag": 0,
+                                        "runtime.iterations": 1}, "test")
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TrainingRun, "_log_history", interrupted)
+    tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    with pytest.raises(KeyboardInterrupt):
+        TrainingRun(cfg, tmp_path / "run", tracker=tracker, progress=False)
+    runs = tracker.client.search_runs([tracker.experiment_id])
+    assert [r.info.status for r in runs] == ["KILLED"]
+
+
 def test_self_play_batches_take_the_annealed_value_target_mix(tmp_path, tiny_config):
     """train.value_target_mix_final: each iteration's games take λ where the run's clock stood
     when they started (here iterations: 3 iterations, so the clock reads 0, 1/3 and 2/3), and

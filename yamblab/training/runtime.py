@@ -547,7 +547,14 @@ class TrainingRun:
         backend = InProcessBackend if cfg.runtime.actors == "in_process" else RayBackend
         self.backend = backend(cfg, learner_state, buffer_state, cpus=cpus)
         if tracker is not None:
-            self._start_tracking()
+            try:
+                self._start_tracking()
+            except KeyboardInterrupt:
+                # Ctrl-C (or SIGTERM through `yamblab train`) while the run is being created or its
+                # history sent: the caller never gets this object, so the MLflow run is ended here
+                if self.run_id:
+                    self.tracker.end_run(self.run_id, "KILLED")
+                raise
 
     # -- tracking
     def _start_tracking(self) -> None:

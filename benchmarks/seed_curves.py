@@ -16,31 +16,11 @@ machine moves the minute curve left, not the position curve.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 
 import numpy as np
-
-
-def load_runs(paths: list[Path]) -> dict[str, list[dict]]:
-    """Run name -> its evaluations, from each folder's checkpoint (a folder without
-    ``checkpoint.pt`` but with run folders inside stands for all of them).
-
-    Raises:
-        SystemExit: a path with no checkpoint in or under it.
-    """
-    from yamblab.model.checkpoint import load_checkpoint
-
-    runs = {}
-    for p in paths:
-        found = [p / "checkpoint.pt"] if (p / "checkpoint.pt").exists() else sorted(p.glob("*/checkpoint.pt"))
-        if not found:
-            sys.exit(f"{p}: no checkpoint.pt in it or in a folder under it")
-        for ckpt in found:
-            runs[ckpt.parent.name] = json.loads(load_checkpoint(ckpt)["evals"])
-    return runs
 
 
 def series(evals: list[dict], which: str) -> np.ndarray:
@@ -113,7 +93,13 @@ def main() -> None:
                    help="minute marks of the printed table")
     p.add_argument("--plot", type=Path, default=None, help="write the figure here (PNG)")
     a = p.parse_args()
-    runs = load_runs(a.runs)
+    from yamblab.errors import YamblabError
+    from yamblab.training.summary import load_run_evals
+
+    try:
+        runs = load_run_evals(a.runs)
+    except (FileNotFoundError, YamblabError) as exc:
+        sys.exit(str(exc))
     names = sorted(runs)
     curves = {w: {n: series(runs[n], w) for n in names} for w in ("headline", "policy")}
     from yamblab.training.summary import regret_series
@@ -161,9 +147,9 @@ def main() -> None:
         axes[0].legend(fontsize=7, loc="upper right")
         fig.suptitle(f"{len(names)} training runs: {head} (solid) and the policy head alone (dashed)")
         fig.tight_layout()
-        tmp = a.plot.with_name(a.plot.name + ".part")
-        fig.savefig(tmp, format="png", dpi=110)
-        tmp.replace(a.plot)
+        from yamblab.training.plots import save_png
+
+        save_png(fig, a.plot)
         print(f"\nwrote {a.plot}")
 
 

@@ -120,8 +120,9 @@ def main() -> None:
         fig.suptitle(f"{cfg.name}: the solver-graded policy regret against the played games'; "
                      f"{machine_description()}", fontsize=9)
         fig.tight_layout()
-        args.plot.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(args.plot, dpi=110)
+        from yamblab.training.plots import save_png
+
+        save_png(fig, args.plot)
         print(f"figure: {args.plot}")
 
 

@@ -2,6 +2,9 @@
 
 import math
 
+import numpy as np
+import pytest
+
 from yamblab.training.config import EXACT_MODE
 from yamblab.training.summary import format_summary, regret_series, run_summary
 
@@ -84,3 +87,53 @@ def test_seed_curves_times_each_threshold_on_every_grid(benchmark_module, capsys
     sc.print_first_reached(runs, sorted(runs))
     med = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("median")][0].split()[2:]
     assert med[2] == "-" and med[1] == "3.0"
+
+
+def _yamb_ev(minutes, positions, scores, bot, policy=None):
+    """A Yamb card evaluation: the agent's scores and the bot's on the same dice (its
+    ``per_game_regret`` is the bot's minus the agent's), the policy head alone's if played."""
+    modes = {"none": {"per_game_regret": [b - p for b, p in zip(bot, policy)], "loss": "points below heuristic"}} \
+        if policy is not None else {}
+    return {"minutes": minutes, "positions": positions, "loss": "points below heuristic", "scores": scores,
+            "per_game_regret": [b - s for b, s in zip(bot, scores)], "modes": modes}
+
+
+def test_yamb_curve_turns_paired_evaluations_back_into_mean_scores_and_bands(benchmark_module):
+    """benchmarks/yamb_curve.py: the agent's, the policy head's and the bot's means from the
+    paired evaluation, band means (a run's last evaluation just past its budget counted in the
+    band before), and a run graded by the exact oracle refused by name."""
+    yc = benchmark_module("yamb_curve")
+    bot = [1600.0, 1620.0]
+    evals = [_yamb_ev(5.0, 1e6, [1500.0, 1540.0], bot, policy=[1400.0, 1420.0]),
+             _yamb_ev(15.0, 2e6, [1600.0, 1660.0], bot),
+             _yamb_ev(20.2, 3e6, [1700.0, 1720.0], bot, policy=[1690.0, 1700.0]),
+             _yamb_ev(27.0, 4e6, [1710.0, 1730.0], bot, policy=[1700.0, 1710.0])]
+    s = yc.score_series(evals)
+    assert s.shape == (4, 5) and s[:, 2].tolist() == [1520.0, 1630.0, 1710.0, 1720.0]
+    assert s[0, 3] == 1410.0 and math.isnan(s[1, 3]) and s[:, 4].tolist() == [1610.0] * 4
+    got = yc.bands(s, 10.0)
+    assert [(lo, hi, k) for lo, hi, k, *_ in got] == [(0.0, 10.0, 1), (10.0, 20.0, 2), (20.0, 30.0, 1)]
+    _, _, _, mpos, search, policy, vs = got[1]
+    assert (mpos, search, policy, vs) == (3.0, 1670.0, 1695.0, 60.0)     # the nan policy mean skipped
+    assert yc.rolling(np.array([1.0, np.nan, 3.0, 5.0]), 3).tolist() == [1.0, 2.0, 4.0, 4.0]
+    with pytest.raises(ValueError, match="not paired with a bot"):
+        yc.score_series([_ev(2.0, 1000, 1.0)])
+    with pytest.raises(ValueError, match="positive"):
+        yc.bands(s, 0.0)
+
+
+def test_run_evaluations_are_read_from_checkpoints_and_a_missing_one_is_named(tmp_path):
+    """A run folder, or a folder of run folders (a sweep's), gives each run's evaluations."""
+    import json
+
+    from yamblab.model.checkpoint import save_checkpoint
+    from yamblab.training.summary import load_run_evals
+
+    for name, minutes in (("a-seed0", [1.0, 2.0]), ("a-seed1", [1.5])):
+        save_checkpoint(tmp_path / "sweep" / name / "checkpoint.pt",
+                        {"evals": json.dumps([{"minutes": m} for m in minutes])})
+    runs = load_run_evals([tmp_path / "sweep"])
+    assert {n: [e["minutes"] for e in ev] for n, ev in runs.items()} == {"a-seed0": [1.0, 2.0], "a-seed1": [1.5]}
+    assert list(load_run_evals([tmp_path / "sweep" / "a-seed1"])) == ["a-seed1"]
+    with pytest.raises(FileNotFoundError, match="no checkpoint.pt"):
+        load_run_evals([tmp_path / "elsewhere"])

@@ -6,6 +6,8 @@ it or logs it to MLflow.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from yamblab.oracle.report import mean_ci
@@ -24,6 +26,23 @@ def _plt():
 
 def close(fig) -> None:
     _plt().close(fig)
+
+
+def save_png(fig, path: str | Path) -> Path:
+    """Write ``fig`` to ``path`` as a PNG (110 dpi) whole or not at all (a reader never sees half
+    a file), and close it. Returns the path.
+
+    Raises:
+        OSError: the folder cannot be written (DiskFullError where the disk is full).
+    """
+    import io
+
+    from yamblab.atomic import atomic_write
+
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
+    close(fig)
+    return atomic_write(path, png.getvalue())
 
 
 def _loss_axis(ax, loss: str) -> None:

@@ -25,7 +25,6 @@ stays as it was (:attr:`TrainingRun.checkpointed` says its iteration).
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import math
@@ -921,12 +920,7 @@ class TrainingRun:
         if last["by_box"]:
             figs["regret_breakdown.png"] = plots.regret_breakdown(last["by_decision"], last["by_box"])
         for name, fig in figs.items():
-            path = out_dir / name
-            png = io.BytesIO()
-            fig.savefig(png, format="png", dpi=110)
-            plots.close(fig)
-            atomic_write(path, png.getvalue())
-            files.append(str(path))
+            files.append(str(plots.save_png(fig, out_dir / name)))
         from yamblab.training.summary import run_summary
 
         # what the run reached, and the machine's speed beside it: summary.json and MLflow both

@@ -5,7 +5,9 @@ to first reach each regret threshold, printed by ``yamblab train`` and logged to
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +20,32 @@ THRESHOLDS = (5.0, 2.0, 1.0, 0.5, 0.2)
 RELAPSE_FROM, RELAPSE_ABOVE = 2.0, 3.0
 #: the evaluation mode of the policy head alone (no search)
 POLICY_MODE = "none"
+
+
+def load_run_evals(paths: list[Path]) -> dict[str, list[dict]]:
+    """Each run's evaluations (:attr:`TrainingRun.evals`), read from its folder's checkpoint.
+
+    Args:
+        paths: run folders (each with a ``checkpoint.pt``), or folders of run folders (a
+            sweep's ``runs/sweeps/NAME``: every run in it).
+
+    Returns:
+        run folder name -> its evaluations, oldest first.
+
+    Raises:
+        FileNotFoundError: a path with no checkpoint in it or in a folder under it.
+        DamagedFileError: a checkpoint that is truncated or corrupt.
+    """
+    from yamblab.model.checkpoint import load_checkpoint
+
+    runs = {}
+    for p in map(Path, paths):
+        found = [p / "checkpoint.pt"] if (p / "checkpoint.pt").exists() else sorted(p.glob("*/checkpoint.pt"))
+        if not found:
+            raise FileNotFoundError(f"{p}: no checkpoint.pt in it or in a folder under it")
+        for ckpt in found:
+            runs[ckpt.parent.name] = json.loads(load_checkpoint(ckpt)["evals"])
+    return runs
 
 
 def _key(threshold: float) -> str:

@@ -16,11 +16,12 @@ machine moves the minute curve left, not the position curve.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from yamblab.training.summary import run_label as label
 
 
 def series(evals: list[dict], which: str) -> np.ndarray:
@@ -45,11 +46,6 @@ def at_marks(s: np.ndarray, marks: list[float]) -> list[float]:
         late = not len(s) or m > s[-1, 0] + 0.5
         out.append(float(s[before[-1], 2]) if before.size and not late else float("nan"))
     return out
-
-
-def label(run: str) -> str:
-    """A sweep trial's folder name without its config digest: ``ARM-seedS``."""
-    return re.sub(r"-[0-9a-f]{12}$", "", run)
 
 
 def first_reached(evals: list[dict]) -> dict[float, tuple[float, float]]:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from yamblab.training.summary import run_label as label
 
 #: the columns of :func:`score_series`
 COLUMNS = ("minutes", "positions", "search", "policy", "bot")
@@ -90,11 +91,6 @@ def rolling(y: np.ndarray, window: int) -> np.ndarray:
     with np.errstate(all="ignore"):
         return np.asarray([np.nanmean(y[max(0, i - half): i + half + 1]) if np.isfinite(y[max(0, i - half): i + half + 1]).any()
                            else math.nan for i in range(len(y))], np.float64)
-
-
-def label(run: str) -> str:
-    """A run folder's name without a sweep trial's config digest."""
-    return re.sub(r"-[0-9a-f]{12}$", "", run)
 
 
 def main() -> None:

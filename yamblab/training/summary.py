@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,12 @@ def load_run_evals(paths: list[Path]) -> dict[str, list[dict]]:
         for ckpt in found:
             runs[ckpt.parent.name] = json.loads(load_checkpoint(ckpt)["evals"])
     return runs
+
+
+def run_label(folder: str) -> str:
+    """A run folder's name without the 12-hex-digit config digest a sweep gives its trials'
+    folders (``ARM-seedS-0123456789ab`` -> ``ARM-seedS``); any other name as it is."""
+    return re.sub(r"-[0-9a-f]{12}$", "", folder)
 
 
 def _key(threshold: float) -> str:

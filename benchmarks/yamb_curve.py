@@ -88,9 +88,12 @@ def bands(s: np.ndarray, width: float) -> list[tuple[float, float, int, float, f
 def rolling(y: np.ndarray, window: int) -> np.ndarray:
     """The centred moving mean of ``y`` over ``window`` points (fewer at the ends; nans skipped)."""
     half = window // 2
-    with np.errstate(all="ignore"):
-        return np.asarray([np.nanmean(y[max(0, i - half): i + half + 1]) if np.isfinite(y[max(0, i - half): i + half + 1]).any()
-                           else math.nan for i in range(len(y))], np.float64)
+    out = np.full(len(y), math.nan)
+    for i in range(len(y)):
+        part = y[max(0, i - half): i + half + 1]
+        if np.isfinite(part).any():
+            out[i] = np.nanmean(part)
+    return out
 
 
 def main() -> None:
@@ -112,11 +115,14 @@ def main() -> None:
         curves = {n: score_series(runs[n]) for n in sorted(runs)}
     except (FileNotFoundError, ValueError, YamblabError) as exc:
         sys.exit(str(exc))
+    # each run's bot and main decision mode, as its last evaluation names them
+    bots = {n: runs[n][-1]["loss"].removeprefix("points below ") for n in curves if runs[n]}
+    modes = {n: runs[n][-1].get("mode", "full_turn") for n in curves if runs[n]}
     for n, s in curves.items():
         if not len(s):
             print(f"\n{label(n)}: no evaluations yet")
             continue
-        bot = runs[n][-1]["loss"].removeprefix("points below ")
+        bot = bots[n]
         print(f"\n{label(n)}: {len(s)} evaluations, each {len(runs[n][-1]['scores'])} games; the {bot} bot "
               f"scores {s[-1, 4]:.1f} on them")
         print(f"{'minutes':>13} {'evals':>6} {'M pos':>7} {'search':>8} {'policy':>8} {'vs ' + bot:>14}")
@@ -132,6 +138,8 @@ def main() -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
+        from yamblab.training.plots import MODE_WORDS, save_png
+
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, (n, s) in enumerate(curves.items()):
@@ -141,13 +149,12 @@ def main() -> None:
             for ax, x in zip(axes, (s[:, 0], s[:, 1] / 1e6)):
                 ax.plot(x, s[:, 2], ".", color=c, ms=2.5, alpha=0.35)
                 ax.plot(x, rolling(s[:, 2], a.window), "-", color=c, lw=1.8,
-                        label=f"{label(n)}: full-turn search")
+                        label=f"{label(n)}: {MODE_WORDS.get(modes[n], modes[n])}")
                 if np.isfinite(s[:, 3]).any():
                     ax.plot(x, rolling(s[:, 3], a.window), "--", color=c, lw=1.2,
                             label=f"{label(n)}: policy head alone")
-            bot = runs[n][-1]["loss"].removeprefix("points below ")
             for ax in axes:
-                ax.axhline(s[-1, 4], color=c, lw=0.9, ls=":", label=f"{bot} bot on the same games")
+                ax.axhline(s[-1, 4], color=c, lw=0.9, ls=":", label=f"{bots[n]} bot on the same games")
         for ax, xl in zip(axes, ("minutes", "self-play positions (millions)")):
             if a.target is not None:
                 ax.axhline(a.target, color="black", lw=1.1, ls="-.", label=f"{a.target_label}: {a.target:g}")
@@ -155,13 +162,12 @@ def main() -> None:
             ax.grid(alpha=0.3)
         axes[0].set_ylabel("mean score a game (points)")
         lo = min(float(np.nanmin(s[:, 2:5])) for s in curves.values() if len(s))
-        hi = max([float(np.nanmax(s[:, 2:5])) for s in curves.values() if len(s)] + [a.target or -np.inf])
+        hi = max([float(np.nanmax(s[:, 2:5])) for s in curves.values() if len(s)]
+                 + ([a.target] if a.target is not None else []))
         axes[0].set_ylim(max(lo, hi - 400), hi + 15)      # the early games' low scores would flatten the rest
         axes[0].legend(fontsize=7, loc="lower right")
         fig.suptitle(f"mean score on the evaluation games (dots: each evaluation; lines: moving mean of {a.window})")
         fig.tight_layout()
-        from yamblab.training.plots import save_png
-
         save_png(fig, a.plot)
         print(f"\nwrote {a.plot}")
 

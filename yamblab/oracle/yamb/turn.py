@@ -270,9 +270,9 @@ class TurnPlanner:
                 # Many games value this box alike (e.g. a combination row): solve each once.
                 uniq, inv = _unique_rows(W[idx[part], ac, row])
                 jobs.append((row, part, L, uniq[:, self.S[:, row, :L].T], inv))
-        plans = []
         if not one_dp_per_horizon:
             return opened, [(row, part, L, _turn_dp(r, best)[0], inv) for row, part, L, best, inv in jobs]
+        plans = []
         for L in sorted({job[2] for job in jobs}):  # one DP for every row of a horizon
             group = [job for job in jobs if job[2] == L]
             K_all = _turn_dp(r, np.concatenate([job[3] for job in group]))[0]

@@ -29,8 +29,13 @@ values, and the heuristic bot and the policy head alone play the same dice. Four
    measurement checks it.
 4. **Where the points go**: each column's points a game against the heuristic bot's, paired on
    the same dice (the per-game column totals of ``yamblab grade``'s ``by_column``).
+5. **One turn deeper.** The same dice played by full-turn search whose box choice after the last
+   roll weighs its ``--lookahead`` best boxes with the card each leaves valued a turn deeper
+   (:class:`~yamblab.search.yamb_search.YambLookaheadSearch`): the share of those choices that
+   change and the mean score's paired difference from full-turn search. Values that agree with
+   one more turn of their own search change nothing; a gain here is what deeper search would buy.
 
-    python benchmarks/yamb_limits.py runs/RUN/checkpoint.pt [--games 500] [--seed 0]
+    python benchmarks/yamb_limits.py runs/RUN/checkpoint.pt [--games 500] [--seed 0] [--lookahead 3]
 
 Figures are points; intervals are 95% (Student t over games, or a bootstrap over games).
 """
@@ -590,6 +595,29 @@ def run(net, game, games: int, seed: int, policy_head: bool = True):
     return reports, traced, secs
 
 
+def deeper(net, game, games: int, seed: int, k: int, search_scores: np.ndarray):
+    """Full-turn search with its last roll's ``k`` best boxes valued a turn deeper, on the same
+    dice: ``(GradeReport paired with full-turn search's scores, the search, seconds)``."""
+    from yamblab.agents.search_agent import network_agent
+    from yamblab.search.yamb_search import YambLookaheadSearch
+
+    agent = network_agent(net, game, "full_turn", name=f"search, {k} boxes a turn deeper")
+    agent.search = YambLookaheadSearch(game.rules, agent.search.valuation, k)
+    report, _, secs = play(agent, game, games, seed, baseline_scores=search_scores)
+    return report, agent.search, secs
+
+
+def print_deeper(report, search, secs: float, search_secs: float, search_mean: float) -> None:
+    print(f"\n5. ONE TURN DEEPER ({len(report.scores)} games; the box choice after each turn's last roll: its "
+          f"{search.k} best boxes by full-turn Q valued with the card they leave taken to its next turn's start)")
+    share = search.changed / max(search.revalued, 1)
+    print(f"   box choices revalued {search.revalued} ({search.revalued / len(report.scores):.1f} a game), "
+          f"changed {search.changed} ({100 * share:.1f}%)")
+    print(f"   mean score {_ci((report.mean,) + tuple(report.ci))} against full-turn search's {search_mean:.1f}: "
+          f"{_dci((report.diff_mean,) + tuple(report.diff_ci))} a game, paired on the same dice")
+    print(f"   played in {secs:.0f} s ({secs / max(search_secs, 1e-9):.1f} times full-turn search's {search_secs:.0f} s)")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint", help="a training checkpoint of a Yamb card of several columns "
@@ -597,11 +625,15 @@ def main(argv=None) -> None:
     p.add_argument("--games", type=int, default=500, help="games each agent plays (default 500)")
     p.add_argument("--seed", type=int, default=0, help="dice seed: every agent plays the same dice (default 0)")
     p.add_argument("--no-policy-head", action="store_true", help="leave out the policy head alone")
+    p.add_argument("--lookahead", type=int, default=3, metavar="K",
+                   help="measurement 5: the last roll's K best boxes valued a turn deeper (default 3; 0 leaves it out)")
     args = p.parse_args(argv)
     if not 1 <= args.games <= 100_000:
         p.error("--games must be between 1 and 100000")
     if not 0 <= args.seed < 2 ** 63:
         p.error("--seed must be between 0 and 2**63 - 1")
+    if not 0 <= args.lookahead <= 208:
+        p.error("--lookahead must be between 0 (left out) and 208")
     try:
         game, net, info = load(args.checkpoint)
     except YamblabError as exc:
@@ -619,6 +651,9 @@ def main(argv=None) -> None:
         print_announce(traced, "heuristic")
     print_last_turn(traced)
     print_columns(reports, traced, "heuristic")
+    if args.lookahead:
+        report, deep, deep_secs = deeper(net, game, args.games, args.seed, args.lookahead, reports["search"].scores)
+        print_deeper(report, deep, deep_secs, secs["search"], reports["search"].mean)
     print(f"\n(wall time {time.perf_counter() - t0:.0f} s)")
     sys.stdout.flush()
 

@@ -338,3 +338,63 @@ def test_a_full_card_has_no_turn_start_value():
     r, card = _jamb_card(np.random.default_rng(0), 0, True)
     with pytest.raises(ValueError, match="full card"):
         turn_start_values(YambFullTurnSearch(r, _CardValuation(r)), card[None])
+
+
+def test_lookahead_search_with_an_exact_valuation_changes_no_value():
+    """The exact oracle of a single free column is its own one-turn search: valuing the best
+    boxes of the last roll a turn deeper gives the Q full-turn search gives, at every decision
+    of whole games (and some box choices are revalued)."""
+    from yamblab.games.yamb.engine import YambBatch
+    from yamblab.games.yamb.rules import FIXED_ROWS, get_preset
+    from yamblab.oracle.yamb.free import FreeColumnOracle
+    from yamblab.search.valuation import YambColumnOracleValuation
+    from yamblab.search.yamb_search import YambFullTurnSearch, YambLookaheadSearch
+
+    rules = get_preset("croatian").replace(rows=FIXED_ROWS + ("yamb",), upper_bonus=0)
+    o = FreeColumnOracle(rules, n_threads=1)
+    plain = YambFullTurnSearch(o.rules, YambColumnOracleValuation(o))
+    deep = YambLookaheadSearch(o.rules, YambColumnOracleValuation(o), k=4)
+    b = YambBatch(6, o.rules, seed=3)
+    while not b.done.all():
+        qp, qd = plain.action_values(b), deep.action_values(b)
+        assert np.array_equal(np.isfinite(qp), np.isfinite(qd))
+        assert np.allclose(qd[np.isfinite(qd)], qp[np.isfinite(qp)], atol=1e-9)
+        b.step(np.where(b.done, -1, np.argmax(qp, axis=1)))
+    assert deep.revalued > 0 and deep.changed == 0
+
+
+def test_lookahead_search_values_the_best_boxes_through_the_engine():
+    """Each of the k best boxes of a last roll is worth what the engine scores for it plus the
+    turn-start value of the card the engine leaves; the other boxes keep full-turn search's Q."""
+    from yamblab.games.yamb.engine import YambBatch
+    from yamblab.search.yamb_search import YambFullTurnSearch, YambLookaheadSearch, turn_start_values
+
+    r, card = _jamb_card(np.random.default_rng(11), 9)
+    dice = np.array([6, 6, 5, 5, 2, 1])
+    turn = r.n_turns - 9
+
+    def at_last_roll():
+        b = YambBatch(1, r, seed=0)
+        b.core.set_state(0, card, dice, turn, r.rolls, -1, False)
+        return b
+
+    b = at_last_roll()
+    qp = YambFullTurnSearch(r, _CardValuation(r)).action_values(b)[0]
+    deep = YambLookaheadSearch(r, _CardValuation(r), k=3)
+    qd = deep.action_values(b)[0]
+    P = b.n_placements
+    legal = np.flatnonzero(np.isfinite(qp[:P]))
+    top = legal[np.argsort(-qp[legal], kind="stable")[:3]]
+    assert legal.size > 3 and deep.revalued == 1
+    for a in top:
+        e = at_last_roll()
+        before = float(e.total[0])
+        e.step(np.array([a]))
+        want = float(e.total[0]) - before + turn_start_values(YambFullTurnSearch(r, _CardValuation(r)),
+                                                               np.asarray(e.card)[:1])[0]
+        assert qd[a] == pytest.approx(want, rel=1e-12)
+        assert qd[a] != pytest.approx(qp[a], rel=1e-9)          # a made-up valuation is not its own search
+    rest = np.setdiff1d(np.arange(len(qp)), top)
+    assert np.array_equal(qd[rest], qp[rest])
+    with pytest.raises(ValueError, match="k=0"):
+        YambLookaheadSearch(r, _CardValuation(r), k=0)

@@ -113,9 +113,26 @@ def test_prints_every_section(limits, capsys):
     mod, path, *_ = limits
     mod.main([str(path), "--games", "3", "--seed", "1", "--no-policy-head"])
     out = capsys.readouterr().out
-    for head in ("1. VALUES AGAINST OUTCOMES", "2. ANNOUNCE COLUMN", "3. THE LAST TURN", "4. WHERE THE POINTS GO"):
+    for head in ("1. VALUES AGAINST OUTCOMES", "2. ANNOUNCE COLUMN", "3. THE LAST TURN", "4. WHERE THE POINTS GO",
+                 "5. ONE TURN DEEPER"):
         assert head in out
     assert "policy" not in out.split("3. THE LAST TURN")[1]
+    mod.main([str(path), "--games", "2", "--no-policy-head", "--lookahead", "0"])
+    assert "5. ONE TURN DEEPER" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        mod.main([str(path), "--lookahead", "-1"])
+    assert "--lookahead must be between 0" in capsys.readouterr().err
+
+
+def test_one_turn_deeper_is_paired_with_full_turn_search(limits):
+    mod, _, game, net, reports, _ = limits
+    report, search, _ = mod.deeper(net, game, GAMES, 3, 2, reports["search"].scores)
+    np.testing.assert_array_equal(report.baseline_scores, reports["search"].scores)
+    assert report.diff_mean == pytest.approx(float((report.scores - reports["search"].scores).mean()))
+    # every unfinished game has box choices after a last roll (the down column's last boxes
+    # come in order, so not every turn has two boxes to choose from)
+    assert search.k == 2 and GAMES <= search.revalued <= GAMES * game.n_turns
+    assert 0 <= search.changed <= search.revalued
 
 
 def test_bad_input_is_one_line(tmp_path, benchmark_module):

@@ -9,6 +9,9 @@
   once per turn, for every box the turn may end in and every score that box can take, all
   games in one batched call. With the exact oracle of a single-column game as valuation it is
   optimal play.
+* :class:`YambLookaheadSearch` is full-turn search whose box choice after the last roll values
+  its best few boxes one turn deeper (a measurement of what deeper search would buy: see
+  ``benchmarks/yamb_limits.py``).
 * :class:`YambOneStepSearch` is YoloYamb's search: every legal move valued one step ahead. A
   hold by the exact average over every outcome of the rerolled dice (``P(roll | keep)``) of
   the value at the position that follows; a box by its points plus the value of the card it
@@ -264,6 +267,77 @@ def successor_samples(search: YambFullTurnSearch, batch, games: np.ndarray, k: i
     return encode_yamb_boundary(r, cards), turn_start_values(search, cards), games[o[pick]]
 
 
+class YambLookaheadSearch(YambFullTurnSearch):
+    """Full-turn search whose box choice after the turn's last roll looks one turn further.
+
+    Where a turn has no roll left and more than one box is open to its dice, the ``k`` boxes
+    with the best full-turn Q are valued again with the card each leaves taken to the start of
+    its next turn: ``points the box adds now + turn_start_values(card left)`` (the exact
+    expectation over the next turn's dice of turn-perfect play against the same valuation, the
+    option to announce included) in place of ``points + V(card left)``. Every other Q is full-turn
+    search's. A valuation that is its own one-turn search (the exact oracle of a single column)
+    gives the same Q; a network's values that are not show up as changed choices.
+
+    Two turns of search for every leaf would cost a full turn's search per card the turn may
+    leave (hundreds a turn); the last roll's best few boxes cost ``k`` searches of a card.
+
+    Args:
+        rules: the Yamb rule set.
+        valuation: a :class:`~yamblab.search.valuation.Valuation` of boundary cards.
+        k: boxes valued a turn deeper at each such choice (the best ``k`` by full-turn Q).
+
+    Attributes:
+        revalued: box choices looked at so far (a counter).
+        changed: those whose best box the deeper values changed.
+
+    Raises:
+        ValueError: ``k`` < 1.
+    """
+
+    name = "full-turn search, last box choice a turn deeper"
+
+    def __init__(self, rules: YambRules, valuation, k: int = 3):
+        if int(k) < 1:
+            raise ValueError(f"k={k}: at least one box is valued a turn deeper")
+        super().__init__(rules, valuation)
+        self.k = int(k)
+        self.revalued = 0
+        self.changed = 0
+
+    def action_values(self, batch) -> np.ndarray:
+        """Q of every engine action, float64 (n, A), as :meth:`YambFullTurnSearch.action_values`
+        with the last roll's ``k`` best boxes valued a turn deeper."""
+        q = super().action_values(batch)
+        r = self.rules
+        P = batch.n_placements
+        last = ~np.asarray(batch.done) & (np.asarray(batch.rolls_used) == np.asarray(batch.rolls_max))
+        games = np.flatnonzero(last)
+        games = games[np.isfinite(q[games, :P]).sum(axis=1) > 1]
+        if games.size == 0:
+            return q
+        qp = q[games, :P]
+        k = min(self.k, P)
+        top = np.argsort(-qp, axis=1, kind="stable")[:, :k]
+        gi, p = np.repeat(np.arange(games.size), k), top.ravel()
+        ok = np.isfinite(qp[gi, p])
+        gi, p = gi[ok], p[ok]
+        col, row = np.divmod(p, r.n_rows)
+        ru = batch.rolls_used[games].astype(np.int64)
+        s_now = np.take_along_axis(self.S[batch.roll_indices()[games]],
+                                   (ru - 1)[:, None, None].repeat(r.n_rows, 1), axis=2)[:, :, 0]   # (g, R)
+        cards = batch.card[games[gi]].copy()
+        cards[np.arange(gi.size), col, row] = s_now[gi, row]
+        live = np.flatnonzero(~(cards >= 0).reshape(gi.size, -1).all(axis=1))    # a full card is worth 0 either way
+        if live.size:
+            before = np.argmax(qp, axis=1)
+            shallow = self.valuation.values(self._encode_leaves(cards[live]))
+            deep = turn_start_values(self, cards[live])
+            q[games[gi[live]], p[live]] += deep - shallow
+            self.changed += int((np.argmax(q[games, :P], axis=1) != before).sum())
+        self.revalued += games.size
+        return q
+
+
 class YambOneStepSearch:
     """YoloYamb's one-step expectimax for Yamb with a valuation at the leaves.
 
@@ -371,4 +445,4 @@ def _place_dice(dice: np.ndarray, keep_hist: np.ndarray, roll_hists: np.ndarray)
     return out
 
 
-__all__ = ["YambFullTurnSearch", "YambOneStepSearch", "to_shared_q", "successor_samples", "turn_start_values"]
+__all__ = ["YambFullTurnSearch", "YambLookaheadSearch", "YambOneStepSearch", "to_shared_q", "successor_samples", "turn_start_values"]

@@ -54,7 +54,12 @@ def train(
             raise YamblabError("give --config configs/NAME.yaml (or --resume RUN)")
         cfg = load_run_config(config, _parse_sets(set_))
     tracker = Tracker(tracking_uri or cfg.tracking.uri, cfg.tracking.experiment)     # a bad store stops here
+    warm = None
     if not resume:
+        if cfg.train.init_from is not None:       # a bad checkpoint to start from stops here too
+            from yamblab.training.runtime import warm_start_state
+
+            warm = warm_start_state(cfg)
         from yamblab.atomic import atomic_write
 
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -77,7 +82,7 @@ def train(
         # the last checkpoint named. Set after Ray's init, whose own SIGTERM handler exits at once.
         on_term = _interrupt_on_sigterm()
         # the machine's speed before and after, beside the run's minutes: a shared VM's varies
-        run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker, time_machine=True)
+        run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker, time_machine=True, warm_state=warm)
         rt = cfg.runtime
         typer.echo(f"resources: {run.backend.resources.describe()}\n"
                    f"loop: self-play plays up to {rt.max_policy_lag} weight version(s) ahead of the learner; "

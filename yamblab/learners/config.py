@@ -148,6 +148,12 @@ class TrainConfig(BaseModel):
         distill_oracle: value targets from the exact oracle instead of the game's outcome.
             Off by default: the oracle grades, it does not teach.
         seed: random seed of the learner and self-play.
+        init_from: None (default): a new run's network starts from random weights. The path of
+            a checkpoint of the same game: it starts from that run's playing network instead
+            (its EMA weights, into the network and its EMA), with a new optimiser, schedule and
+            replay buffer; a wider ``model.boundary_hidden`` than that run's widens the boundary
+            head without changing its values (:func:`~yamblab.model.checkpoint.transfer_weights`).
+            Read when the run starts; a resumed run carries on from its own checkpoint.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -187,6 +193,7 @@ class TrainConfig(BaseModel):
     decision_batch_size: int | None = Field(None, ge=1, le=1 << 20)
     distill_oracle: bool = False
     seed: int = Field(0, ge=0, lt=2**63)
+    init_from: str | None = Field(None, min_length=1)
 
     @model_validator(mode="before")
     @classmethod

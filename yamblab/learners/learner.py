@@ -72,6 +72,24 @@ class Learner:
         """Version of the playing weights: the number of optimiser steps so far."""
         return self.steps
 
+    def start_from(self, weights: dict, source: str = "the checkpoint") -> list[str]:
+        """Start from a trained network's weights (a warm start): the trained network and its
+        EMA both take them (:func:`~yamblab.model.checkpoint.transfer_weights`: a wider boundary
+        head keeps what the narrower one computed); the optimiser, step count and minibatch
+        order stay a new learner's.
+
+        Returns:
+            the names of the widened weights.
+
+        Raises:
+            ConfigError: weights of another network (see ``transfer_weights``).
+        """
+        from yamblab.model.checkpoint import transfer_weights
+
+        widened = transfer_weights(self.net, {k: v.to(self.device) for k, v in weights.items()}, source)
+        self.ema.model.load_state_dict(self.net.state_dict(), strict=True)
+        return widened
+
     def get_weights(self) -> tuple[int, dict[str, torch.Tensor]]:
         """``(version, state_dict)`` of the EMA (playing) network, tensors on the CPU."""
         return self.version, {k: v.detach().cpu().clone() for k, v in self.ema.model.state_dict().items()}

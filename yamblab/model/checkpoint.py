@@ -101,3 +101,63 @@ def network_from_state(state: dict, which: str = "ema", source: str = "the check
     except (KeyError, RuntimeError, ValueError) as exc:
         raise DamagedFileError(f"checkpoint {source} does not hold a complete network: {exc}") from None
     return net.eval()
+
+
+#: the boundary head's MLP: the only weights :func:`transfer_weights` may widen
+_WIDENABLE = "boundary_head.mlp."
+
+
+def transfer_weights(net, weights: dict, source: str = "the checkpoint") -> list[str]:
+    """Copy a trained network's ``weights`` into ``net``, widening its boundary head if ``net``'s
+    is wider, without changing a single value it computes (a warm start; Net2Net's idea, Chen,
+    Goodfellow & Shlens 2016, in its simplest form).
+
+    Every weight of the same shape is copied. A boundary-head MLP layer (``weight`` float
+    (out, in), ``bias`` (out,)) that is larger in ``net`` keeps the trained block at its top
+    left and ``net``'s own initial weights for the new units' inputs, and takes **zero** from
+    the new units into the old ones: the old units, and so the head's output, compute what they
+    computed, while the new units are free to learn (their outputs' weights get gradients).
+
+    Args:
+        net: the network to load into (a :class:`~yamblab.model.network.YambNet`, freshly
+            initialised; changed in place).
+        weights: the trained network's ``state_dict``.
+        source: names the trained network in errors.
+
+    Returns:
+        the names of the widened weights (empty when every shape agreed).
+
+    Raises:
+        ConfigError: a weight missing on either side, or one whose shape differs where widening
+            is not possible (anywhere but the boundary head's hidden width: another network
+            size, other boundary features, or a narrower head).
+    """
+    from yamblab.errors import ConfigError
+
+    mine = net.state_dict()
+    missing, extra = sorted(set(mine) - set(weights)), sorted(set(weights) - set(mine))
+    if missing or extra:
+        raise ConfigError(f"{source} is another network: " + "; ".join(
+            f"{what} {', '.join(names[:3])}{' …' if len(names) > 3 else ''}"
+            for what, names in (("it lacks", missing), ("it has no place here for", extra)) if names))
+    out, widened = {}, []
+    for name, new in mine.items():
+        old = weights[name].to(new.dtype)
+        if old.shape == new.shape:
+            out[name] = old.clone()
+            continue
+        first_in = name == _WIDENABLE + "0.weight" and old.shape[1:] != new.shape[1:]
+        if (not name.startswith(_WIDENABLE) or old.dim() != new.dim() or first_in
+                or any(o > n for o, n in zip(old.shape, new.shape))):
+            raise ConfigError(f"{source}: {name} is {tuple(old.shape)} there and {tuple(new.shape)} here; only "
+                              "the boundary head's hidden width (model.boundary_hidden) may grow")
+        w = new.clone()
+        if w.dim() == 2:
+            w[:old.shape[0], :old.shape[1]] = old
+            w[:old.shape[0], old.shape[1]:] = 0.0       # nothing from the new units into the old ones
+        else:
+            w[:old.shape[0]] = old
+        out[name] = w
+        widened.append(name)
+    net.load_state_dict(out, strict=True)
+    return widened

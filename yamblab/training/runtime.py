@@ -448,6 +448,38 @@ class InProcessBackend(RayBackend):
 
 
 # --------------------------------------------------------------------------- the run
+def warm_start_state(cfg: RunConfig) -> dict:
+    """The learner state a new run starts from under ``train.init_from``: a new learner of
+    ``cfg`` whose network and EMA hold the playing network of that checkpoint
+    (:meth:`~yamblab.learners.learner.Learner.start_from`; a wider boundary head is widened
+    without changing its values).
+
+    Raises:
+        YamblabError: no file there, a damaged checkpoint, one without a run config, one of
+            another game or rules, or a network that does not fit ``cfg.model``.
+    """
+    import yaml
+
+    from yamblab.learners.learner import Learner
+    from yamblab.model.checkpoint import load_checkpoint
+    from yamblab.training.configio import validate
+
+    path = Path(cfg.train.init_from)
+    if not path.is_file():
+        raise YamblabError(f"train.init_from: no checkpoint file at {path}")
+    state = load_checkpoint(path)
+    if "config" not in state or "ema" not in state:
+        raise YamblabError(f"train.init_from: {path} holds no run config and network (is it a training checkpoint?)")
+    theirs = validate(RunConfig, yaml.safe_load(state["config"]), str(path))
+    mine, them = cfg.game_obj, theirs.game_obj
+    if (cfg.game, mine.digest) != (theirs.game, them.digest):
+        raise YamblabError(f"train.init_from: {path} learned {theirs.game} {them.label}; this run plays "
+                           f"{cfg.game} {mine.label} (a network's values are worth nothing under other rules)")
+    learner = Learner(cfg.model, cfg.train)
+    learner.start_from(state["ema"], f"train.init_from {path}")
+    return learner.state_dict()
+
+
 class TrainingRun:
     """Iterations of self-play, learning and evaluation with a checkpoint after each.
 
@@ -465,6 +497,9 @@ class TrainingRun:
             actor starts and again in :meth:`finish`, into :attr:`machine`
             (``machine.oracle_seconds_start`` and ``_end``), which the summary and MLflow
             carry beside the run's minutes: a shared VM's speed moves between runs.
+        warm_state: a new run under ``train.init_from``: the learner state
+            :func:`warm_start_state` already made of it (the CLI makes it before the run
+            folder); None makes it here. Ignored on resume.
 
     A checkpoint written by :func:`~yamblab.sweeps.branch.branch_checkpoint` (a branched
     sweep's trial) carries on from its base's state; the run first evaluates its network at
@@ -473,8 +508,12 @@ class TrainingRun:
 
     def __init__(self, cfg: RunConfig, run_dir: str | Path, resume: bool = False,
                  tracker=None, progress: bool = True, cpus: float | None = None,
-                 parent_run_id: str | None = None, tags: dict | None = None, time_machine: bool = False):
+                 parent_run_id: str | None = None, tags: dict | None = None, time_machine: bool = False,
+                 warm_state: dict | None = None):
         from yamblab.model.checkpoint import load_checkpoint
+
+        if not resume and cfg.train.init_from is not None and warm_state is None:
+            warm_state = warm_start_state(cfg)       # before the run folder: a bad checkpoint is one line
 
         #: the machine's speed before the run (and after it, once :meth:`finish` ran), seconds
         self.machine: dict[str, float] = {"machine.oracle_seconds_start": oracle_build_seconds()} if time_machine else {}
@@ -540,6 +579,8 @@ class TrainingRun:
             if "branch_iteration" in state:
                 self.branch_iteration = int(state["branch_iteration"])
                 self._branch_eval_due = bool(state.get("branch_eval_due")) and not self.evals
+        elif cfg.train.init_from is not None:
+            learner_state = warm_state
         #: the iteration of the last checkpoint written whole (None: none yet)
         self.checkpointed: int | None = self.iteration if resume else None
         atomic_write(self.run_dir / "config.yaml", cfg.to_yaml().encode())

@@ -2,7 +2,7 @@
 
 A network trained on a Yamb card of several columns (e.g. ``configs/jamb-cpu.yaml``, the
 ``jamb_nn`` rules) plays ``--games`` games of dice seed ``--seed`` with full-turn search on its
-values, and the heuristic bot and the policy head alone play the same dice. Four measurements:
+values, and the heuristic bot and the policy head alone play the same dice. Five measurements:
 
 1. **Values against outcomes.** At the start of every turn (after its first roll, before any
    decision), two forecasts of the points still to come: ``V``, the network's value of the card
@@ -632,12 +632,15 @@ def main(argv=None) -> None:
         p.error("--games must be between 1 and 100000")
     if not 0 <= args.seed < 2 ** 63:
         p.error("--seed must be between 0 and 2**63 - 1")
-    if not 0 <= args.lookahead <= 208:
-        p.error("--lookahead must be between 0 (left out) and 208")
+    if args.lookahead < 0:
+        p.error("--lookahead must be 0 (left out) or a number of boxes")
     try:
         game, net, info = load(args.checkpoint)
     except YamblabError as exc:
         raise SystemExit(f"error: {exc}") from None
+    boxes = game.rules.n_columns * game.rules.n_rows
+    if args.lookahead > boxes:
+        p.error(f"--lookahead {args.lookahead}: this card has {boxes} boxes")
     t0 = time.perf_counter()
     reports, traced, secs = run(net, game, args.games, args.seed, policy_head=not args.no_policy_head)
     print(f"{args.checkpoint} ({info}) · yamb {game.label} · {args.games} games · dice seed {args.seed}")

@@ -123,6 +123,23 @@ def test_a_run_starts_from_the_checkpoints_playing_network(tmp_path, tiny_config
     assert again.iteration == 1 and again.backend.learner.learner.steps == learner.steps
 
 
+@pytest.mark.parametrize("setting,said", [
+    ({"model.value_max": 150.0}, "model.value_max"),                 # in no weight, but it scales the values
+    ({"model.boundary_features": "card"}, "model.boundary_features"),
+    ({"model.boundary_hidden": 8}, "would drop some"),
+])
+def test_a_warm_start_into_another_network_names_the_setting(tmp_path, tiny_config, setting, said):
+    from yamblab.training.config import apply_overrides
+    from yamblab.training.runtime import TrainingRun
+
+    base = {"model.boundary_head": True, "model.boundary_hidden": 16}
+    cfg, path = _trained_checkpoint(tmp_path, tiny_config, base)
+    warm = apply_overrides(cfg, {"train.init_from": str(path), **setting}, "test")
+    with pytest.raises(YamblabError, match=said):
+        TrainingRun(warm, tmp_path / "w", progress=False)
+    assert not (tmp_path / "w").exists()
+
+
 def test_a_warm_start_from_another_game_or_no_file_is_one_clear_error(tmp_path, tiny_config):
     from yamblab.training.config import apply_overrides, load_run_config
     from yamblab.training.runtime import TrainingRun

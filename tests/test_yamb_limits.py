@@ -121,7 +121,10 @@ def test_prints_every_section(limits, capsys):
     assert "5. ONE TURN DEEPER" not in capsys.readouterr().out
     with pytest.raises(SystemExit):
         mod.main([str(path), "--lookahead", "-1"])
-    assert "--lookahead must be between 0" in capsys.readouterr().err
+    assert "--lookahead must be 0 (left out) or a number of boxes" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        mod.main([str(path), "--lookahead", "53"])
+    assert "--lookahead 53: this card has 52 boxes" in capsys.readouterr().err
 
 
 def test_one_turn_deeper_is_paired_with_full_turn_search(limits):

@@ -60,6 +60,8 @@ def train(
             from yamblab.training.runtime import warm_start_state
 
             warm = warm_start_state(cfg)
+            typer.echo(f"warm start: the network of {cfg.train.init_from} (its EMA weights), "
+                       f"boundary head {cfg.model.boundary_hidden} units wide; a new optimiser, schedule and replay buffer")
         from yamblab.atomic import atomic_write
 
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -456,7 +456,9 @@ def warm_start_state(cfg: RunConfig) -> dict:
 
     Raises:
         YamblabError: no file there, a damaged checkpoint, one without a run config, one of
-            another game or rules, or a network that does not fit ``cfg.model``.
+            another game or rules, or another network: any ``model`` setting but
+            ``boundary_hidden`` different (``value_max`` too, which is in no weight but scales the
+            value head), or a narrower boundary head.
     """
     import yaml
 
@@ -475,6 +477,15 @@ def warm_start_state(cfg: RunConfig) -> dict:
     if (cfg.game, mine.digest) != (theirs.game, them.digest):
         raise YamblabError(f"train.init_from: {path} learned {theirs.game} {them.label}; this run plays "
                            f"{cfg.game} {mine.label} (a network's values are worth nothing under other rules)")
+    theirs_m, mine_m = theirs.model.model_dump(), cfg.model.model_dump()
+    differ = [k for k in mine_m if k != "boundary_hidden" and theirs_m.get(k) != mine_m[k]]
+    if differ:
+        raise YamblabError(f"train.init_from: {path} is another network: " + ", ".join(
+            f"model.{k} {theirs_m.get(k)!r} there, {mine_m[k]!r} here" for k in differ)
+            + " (only model.boundary_hidden may differ, and only grow)")
+    if mine_m["boundary_hidden"] < theirs_m["boundary_hidden"]:
+        raise YamblabError(f"train.init_from: {path} has a boundary head of {theirs_m['boundary_hidden']} units; "
+                           f"model.boundary_hidden {mine_m['boundary_hidden']} would drop some (it may only grow)")
     learner = Learner(cfg.model, cfg.train)
     learner.start_from(state["ema"], f"train.init_from {path}")
     return learner.state_dict()

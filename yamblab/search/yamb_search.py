@@ -128,9 +128,7 @@ class YambFullTurnSearch(TurnPlanner):
         box values ``W`` (len(games), C, R, smax + 1) of those games (legality not applied)."""
         r = self.rules
         B = len(games)
-        ru = batch.rolls_used[games].astype(np.int64)
-        s_now = np.take_along_axis(self.S[batch.roll_indices()[games]],
-                                   (ru - 1)[:, None, None].repeat(r.n_rows, 1), axis=2)[:, :, 0]   # (B, R)
+        s_now = self.scores_now(batch.roll_indices()[games], batch.rolls_used[games])   # (B, R)
         return W[np.arange(B)[:, None, None], np.arange(r.n_columns)[None, :, None],
                  np.arange(r.n_rows)[None, None, :], s_now[:, None, :]].reshape(B, -1)
 
@@ -322,9 +320,7 @@ class YambLookaheadSearch(YambFullTurnSearch):
         ok = np.isfinite(qp[gi, p])
         gi, p = gi[ok], p[ok]
         col, row = np.divmod(p, r.n_rows)
-        ru = batch.rolls_used[games].astype(np.int64)
-        s_now = np.take_along_axis(self.S[batch.roll_indices()[games]],
-                                   (ru - 1)[:, None, None].repeat(r.n_rows, 1), axis=2)[:, :, 0]   # (g, R)
+        s_now = self.scores_now(batch.roll_indices()[games], batch.rolls_used[games])   # (g, R)
         cards = batch.card[games[gi]].copy()
         cards[np.arange(gi.size), col, row] = s_now[gi, row]
         live = np.flatnonzero(~(cards >= 0).reshape(gi.size, -1).all(axis=1))    # a full card is worth 0 either way

@@ -399,14 +399,25 @@ class TurnPlanner:
             self._decide(batch, games, W, legal[games], hold_keeps[games], ridx[games], acts)
         return acts
 
+    def scores_now(self, ridx: np.ndarray, rolls_used: np.ndarray) -> np.ndarray:
+        """What each row would score with the dice showing, int64 (B, R) points.
+
+        Args:
+            ridx: int (B,) roll indices of the dice showing (``batch.roll_indices()``).
+            rolls_used: int (B,) rolls made this turn, 1 or more (a row may score by the roll
+                it is made on: straights in the rules that say so).
+        """
+        ru = np.asarray(rolls_used, np.int64)
+        return np.take_along_axis(self.S[ridx], (ru - 1)[:, None, None].repeat(self.rules.n_rows, 1),
+                                  axis=2)[:, :, 0]
+
     def _decide(self, batch, games, W, legal, hold_keeps, ridx, acts):
         r = self.rules
         P, H = batch.n_placements, batch.n_holds
         ru = batch.rolls_used[games].astype(np.int64)
         R = r.n_rows
         # score now
-        srow = self.S[ridx][:, :, :]                                   # (B, R, Lmax)
-        s_now = np.take_along_axis(srow, (ru - 1)[:, None, None].repeat(R, 1), axis=2)[:, :, 0]
+        s_now = self.scores_now(ridx, ru)                              # (B, R)
         place_val = W[np.arange(len(games))[:, None, None], np.arange(r.n_columns)[None, :, None],
                       np.arange(R)[None, None, :], s_now[:, None, :]]  # (B, C, R)
         place_val = np.where(legal[:, :P].reshape(len(games), r.n_columns, R), place_val, NEG)

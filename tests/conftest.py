@@ -31,11 +31,12 @@ def official_table(_cache_dir):
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One small local Ray cluster shared by every Ray test (2 CPUs, no dashboard)."""
+    """One small local Ray cluster shared by every Ray test (2 CPUs, no GPU even on a GPU
+    machine: the tests that place a GPU make a cluster of their own, no dashboard)."""
     ray = pytest.importorskip("ray")
     from yamblab.actors.cluster import init_ray
 
-    init_ray(num_cpus=2)
+    init_ray(num_cpus=2, num_gpus=0)
     yield ray
     ray.shutdown()
 

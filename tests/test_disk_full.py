@@ -11,6 +11,7 @@ import errno
 import json
 import logging
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -183,6 +184,9 @@ def test_a_run_stopped_by_a_full_disk_keeps_its_checkpoint_and_resumes(tmp_path,
         ckpt = run_dir / "checkpoint.pt"
         first = ckpt.read_bytes()
         assert int(load_checkpoint(ckpt)["iteration"]) == 1
+        replay = run_dir / "replay"                 # the buffer's positions, beside the checkpoint
+        segments = {p.name: p.read_bytes() for p in replay.iterdir()}
+        assert segments
         again = ["--resume", str(run_dir), *common, "--set", "runtime.iterations=2"]
         kept = (f"The last good checkpoint {ckpt} (iteration 1) is kept: free some space, then resume with: "
                 f"yamblab train --resume {run_dir}")
@@ -191,7 +195,9 @@ def test_a_run_stopped_by_a_full_disk_keeps_its_checkpoint_and_resumes(tmp_path,
             assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
             assert "Traceback" not in res.stderr, res.stderr[-3000:]
             assert ckpt.read_bytes() == first
-            assert [p.name for p in run_dir.iterdir() if p.name.startswith(".")] == []   # no temporary file
+            assert {p.name: p.read_bytes() for p in replay.iterdir()} == segments
+            left = [p.name for p in [*run_dir.iterdir(), *replay.iterdir()] if p.name.startswith(".")]
+            assert left == []                                        # no temporary file
             return res.stderr.strip().splitlines()[-1]
 
         filler = fill(store)
@@ -200,10 +206,11 @@ def test_a_run_stopped_by_a_full_disk_keeps_its_checkpoint_and_resumes(tmp_path,
             "running again). " + kept)
         filler.unlink()
 
-        filler = fill(disk, leave=len(first) // 4)      # room for the small files, not the next checkpoint
-        assert stopped(_train(*again, cwd=tmp_path)) == (
-            f"error: disk full: no space left on the device to write {ckpt} (the file there before is kept as "
-            f"it was). " + kept)
+        # room for the small files, not the next checkpoint: its new positions, written first, stop it
+        filler = fill(disk, leave=len(first) // 4)
+        assert re.fullmatch(re.escape(f"error: disk full: no space left on the device to write {replay}/seg-")
+                            + r"\d{12}\.bin" + re.escape(" (nothing was written). " + kept),
+                            stopped(_train(*again, cwd=tmp_path)))
         filler.unlink()
 
         res = _train(*again, cwd=tmp_path)

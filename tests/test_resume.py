@@ -48,7 +48,9 @@ def test_killed_driver_resumes_at_the_right_iteration(tmp_path, config, n):
     k = int(state["iteration"])
     assert 1 <= k < 4 and int(state["games_played"]) == n * k
     assert len(json.loads(state["history"])) == k
-    buffered = len(state["buffer"]["data"]["dice"])
+    buffered = int(state["buffer"]["size"])          # its positions in RUN/replay/, beside checkpoint.pt
+    assert buffered > 0 and sum(s["count"] for s in state["buffer"]["segments"]) >= buffered
+    assert {s["name"] for s in state["buffer"]["segments"]} <= {p.name for p in (ckpt.parent / "replay").iterdir()}
 
     res = subprocess.run(_yamblab("train", "--resume", str(ckpt.parent), *common), cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=600)

@@ -591,13 +591,26 @@ import json, sys
 import ray
 from ray.util.placement_group import placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-from yamblab.actors.cluster import cluster_has_gpu, init_ray
+from yamblab.actors.cluster import cluster_has_gpu
 from yamblab.training.config import apply_overrides, load_run_config
 from yamblab.training.runtime import bundle_options, trial_bundles
 from yamblab.sweeps.trial import TrialRunner
 
 root, run_dir = sys.argv[1], sys.argv[2]
-init_ray(num_cpus=2, num_gpus=1)
+
+
+def spy():      # each role records what it would pick with CUDA present, then plays on the CPU
+    import yamblab.actors.devices as d
+    real = d.pick_device
+
+    def pick(ids, role, cuda=None):
+        d.WOULD = real(ids, role, cuda=True)
+        return "cpu"
+
+    d.pick_device = pick
+
+
+ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, runtime_env={"worker_process_setup_hook": spy})
 cfg = apply_overrides(load_run_config(f"{root}/configs/yahtzee-tiny.yaml", {"runtime.run_dir": run_dir}),
                       {"runtime.iterations": 1})
 bundles, strategy = trial_bundles(cfg.runtime, 1.0, cluster_has_gpu())
@@ -617,6 +630,9 @@ pins = ray.get(trial.__ray_call__.remote(     # where the trial's actors were se
 print("RESULT " + json.dumps({"bundles": bundles, "strategy": strategy, "iteration": m["iteration"], "pins": pins,
                               "pins_outside": list(bundle_options(1.0)),
                               "device": ray.get(learner.device.remote()), "learner_gpus": gpus(learner),
+                              "would": [ray.get(a.__ray_call__.remote(
+                                  lambda _: __import__("yamblab.actors.devices").actors.devices.WOULD))
+                                  for a in (learner, worker)],
                               "worker_gpus": gpus(worker), "left": left}))
 ray.shutdown()
 """
@@ -628,7 +644,8 @@ def test_a_trial_on_a_gpu_cluster_places_its_learner_on_the_gpu(tmp_path):
     """On a cluster with a GPU (a fake one: Ray's own cluster of 2 CPUs and 1 GPU, in a process
     of its own, as the shared test cluster has none) a trial's placement group has a bundle
     with the GPU, the learner is placed in it and gets the GPU, the other actors fill the CPU
-    bundle, an iteration runs, and the learner trains on the CPU because torch sees no GPU."""
+    bundle, an iteration runs; the learner would train on CUDA and the worker would not (this
+    machine's torch has no CUDA: each role records its pick and plays on the CPU)."""
     import json
     import os
     import subprocess
@@ -643,9 +660,7 @@ def test_a_trial_on_a_gpu_cluster_places_its_learner_on_the_gpu(tmp_path):
     assert out["strategy"] == "PACK" and out["bundles"][-1]["GPU"] == 1.0 and "GPU" not in out["bundles"][0]
     assert out["iteration"] == 1
     assert out["learner_gpus"] and not out["worker_gpus"]
-    import torch
-
-    assert out["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert out["would"] == ["cuda", "cpu"] and out["device"] == "cpu"
     # each actor pinned to its bundle (the learner to the GPU's, the others to the CPU one; a
     # run outside a placement group is left to Ray): both bundles are used up, bundle by bundle
     assert out["pins"] == [0, 1] and out["pins_outside"] == [{}, {}]

@@ -16,6 +16,7 @@ from dataclasses import fields
 
 import numpy as np
 
+from yamblab.actors.devices import DeviceProbe, ray_device
 from yamblab.actors.replay import ReplayBuffer
 from yamblab.learners.samples import SampleBatch
 
@@ -92,14 +93,20 @@ class SelfPlayWorker:
             worker's number.
     """
 
-    def __init__(self, config, worker_id: int = 0):
+    def __init__(self, config, worker_id: int = 0, device: str | None = None):
         from yamblab.learners.selfplay import SelfPlay
 
         cfg = config
         _threads(cfg.runtime.worker_cpus)
         self.worker_id = worker_id
-        self.selfplay = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.game_obj, device="cpu")
+        self.probe = DeviceProbe(f"self-play worker {worker_id}", lambda: device or ray_device(f"self-play worker {worker_id}"))
+        self.selfplay = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.game_obj, device=self.probe.device,
+                                 bf16=cfg.runtime.bf16)
         self.loads = 0
+
+    def device_report(self) -> dict:
+        """``{"role", "device", "error"}``: where this worker plays, or why it may not."""
+        return self.probe.report()
 
     def play(self, version: int, weights: list, n: int, seed: int, first_game: int, n_bot: int = 0,
              value_target_mix: float | None = None):
@@ -157,32 +164,42 @@ class ReplayBufferActor:
     def size(self) -> int:
         return len(self.buffer)
 
-    def state_dict(self) -> dict:
-        return self.buffer.state_dict()
+    def state_dict(self, data: bool = True) -> dict:
+        """The buffer's state (without ``data``: without its positions, for a checkpoint)."""
+        return self.buffer.state_dict(data)
+
+    def positions(self, first: int, count: int) -> dict:
+        """Positions number ``first`` to ``first + count - 1`` (a checkpoint fetches its new
+        positions a chunk at a time: :meth:`~yamblab.actors.replay.ReplayBuffer.positions`)."""
+        return self.buffer.positions(first, count)
 
 
 class LearnerActor:
     """The learner: trains on the replay buffer, publishes versioned EMA weights.
 
-    Runs on the GPU when one was given to the actor, else on the CPU.
+    Runs on the GPU when Ray gave the actor one (``device`` None) or on ``device`` (roles in
+    the driver's process), else on the CPU.
     """
 
-    def __init__(self, config, state: dict | None = None):
-        import torch
-
+    def __init__(self, config, state: dict | None = None, device: str | None = None):
         from yamblab.learners.learner import Learner
 
         cfg = config
         lt = cfg.runtime.learner_threads
         _threads(cfg.runtime.learner_cpus if lt == "auto" else lt)
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.learner = Learner(cfg.model, cfg.train, device=device, compile=cfg.runtime.learner_compile)
+        self.probe = DeviceProbe("learner", lambda: device or ray_device("learner"))
+        self.learner = Learner(cfg.model, cfg.train, device=self.probe.device, compile=cfg.runtime.learner_compile,
+                               bf16=cfg.runtime.bf16)
         if state is not None:
             self.learner.load_state_dict(state)
         self._published: tuple[int, list] | None = None
 
     def device(self) -> str:
         return str(self.learner.device)
+
+    def device_report(self) -> dict:
+        """``{"role", "device", "error"}``: where the learner trains, or why it may not."""
+        return self.probe.report()
 
     def train(self, samples: dict, lr: float | None = None) -> dict:
         """One iteration: a pass over ``samples`` (drawn from the replay buffer as the replay
@@ -240,9 +257,10 @@ class Evaluator:
             whose roles share one process), or None.
     """
 
-    def __init__(self, config, oracle_service=None):
+    def __init__(self, config, oracle_service=None, device: str | None = None):
         self.cfg = config
         _threads(self.cfg.runtime.eval_cpus)
+        self.probe = DeviceProbe("evaluator", lambda: device or ray_device("evaluator"))
         self.service = oracle_service
         self.game = self.cfg.game_obj
         self._net = None
@@ -255,9 +273,14 @@ class Evaluator:
 
         w = weights_state(weights)
         if self._net is None:
-            self._net = YambNet(self.cfg.model).eval()
+            self._net = YambNet(self.cfg.model).to(self.probe.device).eval()
+            self._net.inference_bf16 = self.cfg.runtime.bf16
         self._net.load_state_dict(w, strict=True)
         return self._net
+
+    def device_report(self) -> dict:
+        """``{"role", "device", "error"}``: where the evaluator's network runs, or why it may not."""
+        return self.probe.report()
 
     def evaluate(self, version: int, weights: list, whole: bool = True) -> dict:
         """Grade the network of ``weights``: per-game losses and scores, and summary metrics.
@@ -416,16 +439,18 @@ def eval_payload(report, version: int, seconds: float) -> dict:
             "report": report.to_dict()}
 
 
-def remote_classes(cfg, gpus: float) -> dict:
-    """The actor classes wrapped for Ray with the resources the run config declares, the
-    learner with ``gpus`` GPUs (the caller resolves ``runtime.learner_gpus``)."""
+def remote_classes(cfg, res) -> dict:
+    """The actor classes wrapped for Ray with the resources the run config declares (CPUs) and
+    the GPUs (or shares of one) of ``res``, a resolved
+    :class:`~yamblab.training.config.Resources`."""
     import ray
 
     rt = cfg.runtime
     return {
         "oracle": ray.remote(num_cpus=0)(OracleService),
-        "worker": ray.remote(num_cpus=rt.worker_cpus, max_restarts=-1, max_task_retries=0)(SelfPlayWorker),
+        "worker": ray.remote(num_cpus=rt.worker_cpus, num_gpus=res.worker_gpus, max_restarts=-1,
+                             max_task_retries=0)(SelfPlayWorker),
         "buffer": ray.remote(num_cpus=0)(ReplayBufferActor),
-        "learner": ray.remote(num_cpus=rt.learner_cpus, num_gpus=gpus)(LearnerActor),
-        "evaluator": ray.remote(num_cpus=rt.eval_cpus)(Evaluator),
+        "learner": ray.remote(num_cpus=rt.learner_cpus, num_gpus=res.learner_gpus)(LearnerActor),
+        "evaluator": ray.remote(num_cpus=rt.eval_cpus, num_gpus=res.eval_gpus)(Evaluator),
     }

@@ -86,7 +86,10 @@ def train(
         # the machine's speed before and after, beside the run's minutes: a shared VM's varies
         run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker, time_machine=True, warm_state=warm)
         rt = cfg.runtime
+        from yamblab.training.runtime import describe_devices
+
         typer.echo(f"resources: {run.backend.resources.describe()}\n"
+                   f"devices: {describe_devices(run.backend.devices)}\n"
                    f"loop: self-play plays up to {rt.max_policy_lag} weight version(s) ahead of the learner; "
                    f"replay ratio {cfg.train.replay_ratio:g} optimiser samples per new position")
         run.run()

@@ -22,7 +22,7 @@ from yamblab.learners.health import activation_health, grad_norms
 from yamblab.learners.losses import compute_losses, masked_log_softmax
 from yamblab.learners.samples import SampleBatch
 from yamblab.model.config import ModelConfig
-from yamblab.model.network import YambNet
+from yamblab.model.network import YambNet, autocast
 
 
 class Learner:
@@ -35,6 +35,8 @@ class Learner:
         compile: run the transformer's part of every training step (forward and backward)
             through ``torch.compile`` (``runtime.learner_compile``; see
             :func:`compiled_transformer`).
+        bf16: forward passes and losses under bf16 autocast on a CUDA device
+            (``runtime.bf16``; the value heads stay float32); nothing changes on a CPU.
 
     Raises:
         ConfigError: ``compile`` on a CPU with no C++ compiler (:func:`check_compile_toolchain`).
@@ -46,10 +48,11 @@ class Learner:
     """
 
     def __init__(self, model_cfg: ModelConfig, train_cfg: TrainConfig, net: YambNet | None = None,
-                 device: str = "cpu", compile: bool = False):
+                 device: str = "cpu", compile: bool = False, bf16: bool = False):
         self.model_cfg = model_cfg
         self.cfg = train_cfg
         self.device = torch.device(device)
+        self.bf16 = bool(bf16)
         if net is None:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(train_cfg.seed)
@@ -97,9 +100,10 @@ class Learner:
     # ------------------------------------------------------------------ training
     def _step(self, x, t, phase: str, old_logp=None) -> dict[str, float]:
         cfg = self.cfg
-        out = self.net(x, detach_value_trunk=(cfg.phasic and phase == "policy"), transformer=self.transformer)
-        losses = compute_losses(out, x, t, cfg, self.net.bin_centers, self.model_cfg.value_max,
-                                policy_terms=(phase != "aux"))
+        with autocast(self.device, self.bf16):
+            out = self.net(x, detach_value_trunk=(cfg.phasic and phase == "policy"), transformer=self.transformer)
+            losses = compute_losses(out, x, t, cfg, self.net.bin_centers, self.model_cfg.value_max,
+                                    policy_terms=(phase != "aux"))
         loss = losses["total"]
         if phase == "aux":
             # PPG auxiliary phase: value + aux losses through the trunk, policy held by cloning.

@@ -57,12 +57,13 @@ class SelfPlay:
     Args:
         model_cfg, train_cfg, search_cfg: configuration.
         game: the :class:`~yamblab.games.protocol.Game` (or a Yahtzee rules object).
-        device: torch device of the playing network.
+        device: torch device of the playing network (its forward passes and search leaves).
         oracle_table: needed only when ``train_cfg.distill_oracle`` is on (Yahtzee).
+        bf16: inference under bf16 autocast on a CUDA device (``runtime.bf16``).
     """
 
     def __init__(self, model_cfg: ModelConfig, train_cfg: TrainConfig, search_cfg: SearchConfig,
-                 game: Game, device: str = "cpu", oracle_table=None):
+                 game: Game, device: str = "cpu", oracle_table=None, bf16: bool = False):
         from yamblab.games.protocol import as_game
 
         self.cfg = train_cfg
@@ -71,6 +72,7 @@ class SelfPlay:
         self.rules = rules = self.game.rules
         self.device = torch.device(device)
         self.net = YambNet(model_cfg).to(self.device).eval()
+        self.net.inference_bf16 = bool(bf16)
         for p in self.net.parameters():
             p.requires_grad_(False)
         self.version = -1

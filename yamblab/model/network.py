@@ -20,6 +20,22 @@ from yamblab.model.heads import AuxHeads, BoundaryValueHead, PolicyHead, ValueHe
 from yamblab.model.tokenizer import Inputs, Tokenizer
 
 
+def autocast(device, bf16: bool):
+    """bf16 autocast on a CUDA device when ``bf16`` is on; nothing on a CPU (its results stay
+    float32, as before the switch existed)."""
+    import contextlib
+
+    if bf16 and torch.device(device).type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def full_precision(t: torch.Tensor):
+    """A region that runs in float32 even inside :func:`autocast`: the value heads, whose
+    points (up to ``value_max``) bf16 would round to several points."""
+    return torch.autocast(t.device.type, enabled=False)
+
+
 @dataclass
 class NetOutput:
     """What :meth:`YambNet.forward` returns (B positions).
@@ -69,6 +85,9 @@ class YambNet(nn.Module):
         self.aux = AuxHeads(d) if cfg.aux_heads else None
         self.boundary_head = BoundaryValueHead(cfg.boundary_hidden, features=cfg.boundary_features) if cfg.boundary_head else None
         self.register_buffer("bin_centers", torch.linspace(0.0, cfg.value_max, cfg.value_bins), persistent=False)
+        #: :meth:`predict` and :meth:`predict_value` run under bf16 autocast on a CUDA device
+        #: (``runtime.bf16``; no effect on a CPU)
+        self.inference_bf16 = False
 
     # ------------------------------------------------------------------ forward
     def forward(self, x: Inputs, detach_value_trunk: bool = False, transformer=None) -> NetOutput:
@@ -94,7 +113,7 @@ class YambNet(nn.Module):
         transformer too (a training batch of turn starts and decisions costs the transformer
         only its decisions)."""
         b = len(x)
-        bv = self.boundary_head(x.columns, x.column_features)
+        bv = self._boundary(x.columns, x.column_features)
         n_out = self.cfg.value_bins if self.cfg.value_head == "bins" else 1
         dtype = bv.dtype
         logits = x.legal.new_zeros((b, x.legal.shape[1]), dtype=dtype).fill_(torch.finfo(dtype).min)
@@ -114,6 +133,11 @@ class YambNet(nn.Module):
                 straight = straight.index_put((idx,), inner.straight_logits.to(dtype))
         return NetOutput(logits, value, value_logits, bonus, straight, bv, rows)
 
+    def _boundary(self, columns: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """The boundary head's points, float32 (under autocast too: see :func:`full_precision`)."""
+        with full_precision(columns):
+            return self.boundary_head(columns.float(), features.float())
+
     def transformer_pass(self, x: Inputs, detach_value_trunk: bool = False) -> tuple:
         """The transformer alone on B positions: tokenizer, trunk, branches and heads, with no
         data-dependent branch (so ``torch.compile`` makes one graph of it).
@@ -128,15 +152,36 @@ class YambNet(nn.Module):
         v = self.value_branch(tok.detach() if detach_value_trunk else tok)
         logits = self.policy_head(p, x.dice)
         logits = logits.masked_fill(~x.legal, torch.finfo(logits.dtype).min)
-        vl = self.value_head(v)
-        if self.cfg.value_head == "bins":
-            value = vl.softmax(dim=-1) @ self.bin_centers.to(vl.dtype)
-        else:
-            value = vl[:, 0] * self.cfg.value_max
+        vl, value = self._value_head(v)
         bonus = straight = None
         if self.aux is not None:
             bonus, straight = self.aux(tok)
         return logits, vl, value, bonus, straight
+
+    def value_pass(self, x: Inputs) -> torch.Tensor:
+        """The value alone, float32 (B,) points: the trunk, the value branch and the value head
+        (the boundary head on rows without dice, when there is one); the policy branch, which a
+        search leaf does not need, is skipped. The same values as :meth:`forward`'s."""
+        if self.boundary_head is not None:
+            rows = x.dice[:, 0] != 0
+            value = self._boundary(x.columns, x.column_features)
+            if bool(rows.any()):
+                idx = rows.nonzero(as_tuple=True)[0]
+                inner = x if bool(rows.all()) else x[rows]
+                value = value.index_put((idx,), self._transformer_value(inner).to(value.dtype))
+            return value
+        return self._transformer_value(x)
+
+    def _transformer_value(self, x: Inputs) -> torch.Tensor:
+        return self._value_head(self.value_branch(self.trunk(self.tokenizer(x))))[1]
+
+    def _value_head(self, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(value_logits, value)`` of the value-branch tokens, in float32."""
+        with full_precision(v):
+            vl = self.value_head(v.float())
+            if self.cfg.value_head == "bins":
+                return vl, vl.softmax(dim=-1) @ self.bin_centers.to(vl.dtype)
+            return vl, vl[:, 0] * self.cfg.value_max
 
     def _forward_all(self, x: Inputs, detach_value_trunk: bool, transformer=None) -> NetOutput:
         logits, vl, value, bonus, straight = (transformer or self.transformer_pass)(x, detach_value_trunk)
@@ -146,7 +191,7 @@ class YambNet(nn.Module):
             # boundary head out (no zero gradients for it, so AdamW does not move it).
             nod = x.dice[:, 0] == 0
             if bool(nod.any()):
-                bv = self.boundary_head(x.columns, x.column_features)
+                bv = self._boundary(x.columns, x.column_features)
                 value = torch.where(nod, bv.to(value.dtype), value)
         return NetOutput(logits, value, vl, bonus, straight, bv)
 
@@ -171,10 +216,11 @@ class YambNet(nn.Module):
             self.eval()
         priors, values = [], []
         try:
-            for s in range(0, len(x), chunk):
-                out = self(x[s:s + chunk])
-                priors.append(out.logits.float().softmax(dim=-1).cpu().numpy())
-                values.append(out.value.double().cpu().numpy())
+            with autocast(self.device, self.inference_bf16):
+                for s in range(0, len(x), chunk):
+                    out = self(x[s:s + chunk])
+                    priors.append(out.logits.float().softmax(dim=-1).cpu().numpy())
+                    values.append(out.value.double().cpu().numpy())
         finally:
             if was:
                 self.train(True)
@@ -184,11 +230,9 @@ class YambNet(nn.Module):
 
     @torch.no_grad()
     def predict_value(self, enc: EncodedBatch | Inputs, chunk: int = 8192) -> np.ndarray:
-        """Value only, float64 (B,) points still to come.
-
-        The policy head still runs, except with a boundary head on positions that all have no
-        dice (full-turn search's leaves): then only the boundary head runs.
-        """
+        """Value only, float64 (B,) points still to come: :meth:`value_pass` in chunks (no
+        policy branch); with a boundary head on positions that all have no dice (full-turn
+        search's leaves), the boundary head alone on the card."""
         if self.boundary_head is not None:
             dice = enc.dice
             if (np.asarray(dice.cpu() if torch.is_tensor(dice) else dice)[:, 0] == 0).all():
@@ -197,10 +241,20 @@ class YambNet(nn.Module):
                 else:               # the card alone: the head reads nothing else
                     cols = torch.as_tensor(np.ascontiguousarray(enc.columns, np.float32), device=self.device)
                     feats = torch.as_tensor(np.ascontiguousarray(enc.column_features, np.float32), device=self.device)
-                out = [self.boundary_head(cols[s:s + chunk], feats[s:s + chunk])
+                out = [self._boundary(cols[s:s + chunk], feats[s:s + chunk])
                        for s in range(0, cols.shape[0], chunk)]
                 return torch.cat(out).double().cpu().numpy() if out else np.zeros(0)
-        return self.predict(enc, chunk)[1]
+        x = (enc if isinstance(enc, Inputs) else Inputs.from_encoded(enc, self.device)).to(self.device)
+        was = self.training
+        if was:
+            self.eval()
+        try:
+            with autocast(self.device, self.inference_bf16):
+                out = [self.value_pass(x[s:s + chunk]).double().cpu() for s in range(0, len(x), chunk)]
+        finally:
+            if was:
+                self.train(True)
+        return torch.cat(out).numpy() if out else np.zeros(0)
 
     def n_parameters(self) -> int:
         """Number of trainable parameters."""

@@ -217,7 +217,8 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
         state: the base checkpoint already loaded (a sweep loads it once for all its trials).
 
     The replay buffer's positions are not copied: the trial's checkpoint names the base's
-    (``buffer_from``) and the run loads them from there, until its own first checkpoint.
+    (``buffer_from``) and the run loads them from there (the base's ``RUN/replay/`` segments,
+    read, never written), until its own first checkpoint writes them to the trial's folder.
 
     Returns:
         the path of the checkpoint written.
@@ -238,7 +239,7 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
     opt = learner["optimizer"]
     learner["optimizer"] = {**opt, "param_groups": [{**g, "weight_decay": cfg.train.weight_decay}
                                                     for g in opt["param_groups"]]}
-    buffer = {**state["buffer"], "data": {}}
+    buffer = {**{k: v for k, v in state["buffer"].items() if k != "segments"}, "data": {}}
     if "rng" in buffer:
         buffer["rng"] = np.random.default_rng([cfg.train.seed, BRANCH_SALT]).bit_generator.state
     it = int(state["iteration"])

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from yamblab.errors import ConfigError
 from yamblab.sweeps.branch import config_digest
 from yamblab.sweeps.report import _grid_key, format_run_summaries, format_table, log_aggregates, log_curves
 from yamblab.sweeps.spec import SweepConfig
@@ -533,6 +534,10 @@ class Sweep:
 
         Actor = ray.remote(num_cpus=0, max_restarts=0)(TrialRunner)
         bundles, strategy = trial_bundles(slot.cfg.runtime, self.spec.trial_cpus, cluster_has_gpu())
+        need, have = sum(b.get("GPU", 0.0) for b in bundles), ray.cluster_resources().get("GPU", 0.0)
+        if need > have + 1e-9:      # a placement group that can never be placed would wait for ever
+            raise ConfigError(f"runtime.learner_gpus: a trial asks Ray for {need:g} GPU(s) but the cluster has "
+                              f"{have:g}; set runtime.learner_gpus: 0 (or 'auto') in the base config or the arm")
         slot.pg = placement_group(bundles, strategy=strategy)
         slot.actor = Actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
             slot.pg, placement_group_capture_child_tasks=True)).remote(
@@ -577,7 +582,7 @@ class Sweep:
             budget = slot.budget() or base_budget
             now = budget if to_end else min(budget, float((metrics or {}).get("minutes", slot.minutes)))
             if now > slot.minutes:
-                bar.update(round(now - slot.minutes, 3))
+                bar.update(now - slot.minutes)
                 slot.minutes = now
 
         def launch(slot: Slot) -> None:

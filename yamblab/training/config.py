@@ -19,6 +19,8 @@ the file and the key named. (A sweep spec's schema is :mod:`yamblab.sweeps.spec`
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,6 +37,8 @@ from yamblab.training.configio import deep_update, read_yaml, validate
 EVAL_SEED = 20_261_130
 
 _Cpus = Annotated[float, Field(gt=0.0, le=256)]
+_Gpus = Annotated[float, Field(ge=0.0, le=64, allow_inf_nan=False)]
+_GpuShare = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 #: The per-game losses of the solver-graded decision set (``runtime.solver_eval``) that a sweep
 #: can judge an arm on: the names of :data:`~yamblab.search.decision_set.SOLVER_LOSSES` (the
@@ -78,7 +82,17 @@ class RuntimeConfig(BaseModel):
             to match: the rounded CPUs, at least one), or ``"auto"``: chosen from the CPUs the
             run may use and whether the cluster has a GPU (see :func:`resolve_resources`; the
             choice is printed when a run starts and logged with it).
-        learner_gpus: GPUs the learner asks for: ``"auto"`` takes one when the cluster has one.
+        learner_gpus: GPUs the learner asks Ray for: ``"auto"`` takes one when the cluster has
+            one (none when the roles share the driver's process, which then follows this
+            setting: ``"auto"`` or more than 0 trains on the GPU torch sees). A role uses a GPU
+            only when Ray assigned it one (:mod:`yamblab.actors.devices`).
+        worker_gpus: each self-play worker's share of a GPU, for its network's leaf
+            evaluations (0 to 1; default 0: the CPU). ``"auto"`` splits what the learner and
+            the evaluator leave of one GPU evenly among the workers (0 without a GPU, and in a
+            sweep trial, whose self-play runs in its CPU bundle).
+        eval_gpus: the evaluator's share of a GPU (0 to 1; default 0).
+        bf16: bf16 autocast for the learner's steps and for inference on a CUDA device (the
+            value heads stay float32); no effect on a CPU.
         learner_threads: the learner's torch threads; ``"auto"``: its rounded CPUs (at least
             one). More threads than CPUs lets a CPU learner use the cores that self-play leaves
             idle while it waits for weights (Ray does not pin actors to cores).
@@ -159,7 +173,10 @@ class RuntimeConfig(BaseModel):
     worker_cpus: _Cpus | Literal["auto"] = "auto"
     learner_cpus: _Cpus | Literal["auto"] = "auto"
     eval_cpus: _Cpus | Literal["auto"] = "auto"
-    learner_gpus: Literal["auto"] | float = "auto"
+    learner_gpus: _Gpus | Literal["auto"] = "auto"
+    worker_gpus: _GpuShare | Literal["auto"] = 0.0
+    eval_gpus: _GpuShare = 0.0
+    bf16: bool = True
     learner_threads: Annotated[int, Field(ge=1, le=256)] | Literal["auto"] = "auto"
     learner_compile: bool = False
     replay_positions: int = Field(200_000, ge=1, le=1_000_000_000)
@@ -185,6 +202,14 @@ class RuntimeConfig(BaseModel):
         if self.eval_early is not None and self.eval_early.every >= self.eval_every:
             raise ValueError(f"runtime.eval_early.every ({self.eval_early.every}) must be fewer iterations than "
                              f"runtime.eval_every ({self.eval_every}): the early evaluations are the denser ones")
+        return self
+
+    @model_validator(mode="after")
+    def _check_gpus(self) -> "RuntimeConfig":
+        g = self.learner_gpus
+        if g != "auto" and g > 1 and g != int(g):
+            raise ValueError(f"runtime.learner_gpus: {g:g} GPUs; Ray shares one GPU (a fraction up to 1) or gives "
+                             "whole ones: use a fraction below 1 or a whole number")
         return self
 
     @model_validator(mode="after")
@@ -218,6 +243,8 @@ class Resources(BaseModel):
     Attributes:
         workers, worker_cpus, learner_cpus, eval_cpus: as in :class:`RuntimeConfig`.
         learner_gpu: whether the learner takes a GPU.
+        learner_gpus, worker_gpus, eval_gpus: the GPUs (or shares of one) each role asks Ray
+            for: the learner, each self-play worker, the evaluator.
         learner_threads: the learner's torch threads.
         cpus: the CPUs the run may use (the cluster's, or a sweep trial's).
     """
@@ -229,6 +256,9 @@ class Resources(BaseModel):
     learner_cpus: float
     eval_cpus: float
     learner_gpu: bool
+    learner_gpus: float = 0.0
+    worker_gpus: float = 0.0
+    eval_gpus: float = 0.0
     learner_threads: int = 1
     cpus: float
 
@@ -236,6 +266,11 @@ class Resources(BaseModel):
     def total(self) -> float:
         """CPUs the actors declare in all."""
         return self.workers * self.worker_cpus + self.learner_cpus + self.eval_cpus
+
+    @property
+    def total_gpus(self) -> float:
+        """GPUs the actors ask for in all."""
+        return self.learner_gpus + self.workers * self.worker_gpus + self.eval_gpus
 
     @staticmethod
     def threads(cpus: float) -> int:
@@ -248,7 +283,9 @@ class Resources(BaseModel):
                 f"({self.threads(self.worker_cpus)} torch thread{'s' if self.threads(self.worker_cpus) != 1 else ''} each), "
                 f"learner {self.learner_cpus:g} CPU ({self.learner_threads} thread"
                 f"{'s' if self.learner_threads != 1 else ''}{', GPU' if self.learner_gpu else ''}), "
-                f"evaluator {self.eval_cpus:g} CPU; {self.total:g} of {self.cpus:g} CPUs declared")
+                f"evaluator {self.eval_cpus:g} CPU; {self.total:g} of {self.cpus:g} CPUs declared"
+                + (f"; GPU shares: learner {self.learner_gpus:g}, each worker {self.worker_gpus:g}, "
+                   f"evaluator {self.eval_gpus:g}" if self.worker_gpus or self.eval_gpus else ""))
 
 
 def learner_gpus(rt: RuntimeConfig, gpu: bool) -> float:
@@ -262,7 +299,7 @@ def learner_gpus(rt: RuntimeConfig, gpu: bool) -> float:
     return float(rt.learner_gpus)
 
 
-def resolve_resources(rt: RuntimeConfig, cpus: float, gpu: bool) -> Resources:
+def resolve_resources(rt: RuntimeConfig, cpus: float, gpu: bool, trial: bool = False) -> Resources:
     """Fill in the ``"auto"`` resources of ``rt`` for a run that may use ``cpus`` CPUs.
 
     The rule (explicit values are kept; ``"auto"`` ones share what is left):
@@ -271,12 +308,22 @@ def resolve_resources(rt: RuntimeConfig, cpus: float, gpu: bool) -> Resources:
     * learner: with a GPU, 1 CPU to feed it; without, half the CPUs up to 4, less the
       evaluator's share (2 CPUs: 0.75, one torch thread; 8 CPUs: 3);
     * self-play workers: the rest, one worker per whole CPU (a single worker when less than
-      two are left: 2 CPUs give one worker of 1 CPU).
+      two are left: 2 CPUs give one worker of 1 CPU);
+    * GPUs: the learner's by :func:`learner_gpus`; ``worker_gpus: auto`` splits what the
+      learner's share and the evaluator's leave of one GPU among the workers (none without a
+      GPU or in a sweep trial, ``trial``, whose self-play runs in a CPU-only bundle).
 
     Raises:
         ConfigError: the explicit values leave no CPU for the workers, or declare more than
-            ``cpus``.
+            ``cpus``; GPU shares for self-play or the evaluator in a sweep trial, or where
+            the roles share the driver's process.
     """
+    if trial and (rt.worker_gpus not in ("auto", 0) or rt.eval_gpus):
+        raise ConfigError("runtime.worker_gpus / eval_gpus: a sweep trial plays and evaluates in its CPU-only bundle "
+                          "(only its learner may take a GPU); set them to 0")
+    if rt.actors == "in_process" and (rt.worker_gpus not in ("auto", 0) or rt.eval_gpus):
+        raise ConfigError("runtime.worker_gpus / eval_gpus: with runtime.actors: in_process every role shares the "
+                          "driver's process and follows runtime.learner_gpus; set them to 0")
     cpus = float(cpus)
     small = cpus <= 4
     ev = float(rt.eval_cpus) if rt.eval_cpus != "auto" else (0.25 if small else 1.0)
@@ -303,8 +350,16 @@ def resolve_resources(rt: RuntimeConfig, cpus: float, gpu: bool) -> Resources:
         workers = max(1, int((rest + 1e-9) // 1)) if rest >= 2 else 1
         wc = rest / workers
     threads = Resources.threads(lr) if rt.learner_threads == "auto" else int(rt.learner_threads)
+    lg = learner_gpus(rt, gpu)
+    eg = float(rt.eval_gpus)
+    if rt.worker_gpus == "auto":
+        left = 1.0 - (lg % 1.0 if lg % 1.0 else (1.0 if lg else 0.0)) - eg
+        wg = math.floor(left / workers * 1e4) / 1e4 if gpu and not trial and rt.actors == "ray" and left > 1e-9 else 0.0
+    else:
+        wg = float(rt.worker_gpus)
     res = Resources(workers=workers, worker_cpus=round(wc, 4), learner_cpus=lr, eval_cpus=ev, learner_threads=threads,
-                    learner_gpu=gpu if rt.learner_gpus == "auto" else float(rt.learner_gpus) > 0, cpus=cpus)
+                    learner_gpu=gpu if rt.learner_gpus == "auto" else float(rt.learner_gpus) > 0, cpus=cpus,
+                    learner_gpus=lg, worker_gpus=wg, eval_gpus=eg)
     if res.total > cpus + 1e-6:
         raise ConfigError(
             f"runtime declares {res.total:g} CPUs ({res.workers} workers x {res.worker_cpus:g} + learner "

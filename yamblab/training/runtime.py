@@ -17,7 +17,9 @@ A checkpoint (learner, EMA, optimiser, replay buffer, iteration and game counter
 history) is written atomically between iterations, every ``runtime.checkpoint_minutes`` (0:
 after every iteration) and after the last one, so a killed driver resumes where the checkpoint
 stopped: same iteration count, buffer restored, no game counted twice (the games of the
-batches that were playing ahead are played again, with the same dice). Every file of the run
+batches that were playing ahead are played again, with the same dice). The replay buffer's
+positions sit beside ``checkpoint.pt`` in segment files of ``RUN/replay/``, each checkpoint
+appending the positions added since the one before (:meth:`TrainingRun.checkpoint`). Every file of the run
 folder is written atomically: a write that meets a full disk raises
 :class:`~yamblab.errors.DiskFullError` naming the file, and the last checkpoint written whole
 stays as it was (:attr:`TrainingRun.checkpointed` says its iteration).
@@ -36,6 +38,7 @@ import numpy as np
 from yamblab.atomic import atomic_write
 from yamblab.errors import ConfigError, YamblabError
 from yamblab.oracle.registry import has_table
+from yamblab.actors.devices import in_process_device
 from yamblab.training.config import Resources, RunConfig, RuntimeConfig, learner_gpus, resolve_resources
 
 log = logging.getLogger(__name__)
@@ -66,6 +69,39 @@ def _torch_to_np(obj):
     if isinstance(obj, dict):
         return {k: _torch_to_np(v) for k, v in obj.items()}
     return obj
+
+
+def _call(backend, role, method: str, *args):
+    """``role.method(*args)``'s value, ``role`` being one of ``backend``'s roles: a Ray actor
+    (:class:`RayBackend`) or the object itself (:class:`InProcessBackend`)."""
+    fn = getattr(role, method)
+    return backend.get(fn.remote(*args)) if hasattr(fn, "remote") else fn(*args)
+
+
+def _buffer_to_resume(state: dict, run_dir: Path) -> tuple[dict | None, tuple | None, list]:
+    """How a run resumed from the checkpoint ``state`` gets its replay buffer:
+    ``(buffer_state, replay, segments)``: the state the backend starts its buffer from (None: an
+    empty buffer), ``(folder, buffer)`` whose segments are then streamed into it (None: none),
+    and the run's own segments, which its next checkpoint appends to.
+
+    A checkpoint names segments of ``RUN/replay/``; an older one holds the positions inside
+    (``data``); one without positions (``keep_buffer=False``) gives an empty buffer. A branch's
+    first checkpoint (``buffer_from``) takes its base's positions, read where the base keeps
+    them (never written there), sampled with the branch's own generator.
+    """
+    from yamblab.actors.replay import REPLAY_DIR
+    from yamblab.model.checkpoint import load_checkpoint
+
+    buf, folder, own = _torch_to_np(state["buffer"]), run_dir / REPLAY_DIR, True
+    if state.get("buffer_from") and not buf.get("data"):
+        base = _torch_to_np(load_checkpoint(state["buffer_from"])["buffer"])
+        buf = {**base, "rng": buf.get("rng", base["rng"])}
+        folder, own = Path(state["buffer_from"]).parent / REPLAY_DIR, False
+    if buf.get("segments"):
+        start = {"capacity": buf["capacity"], "data": {}, "added": int(buf["added"]) - int(buf["size"]),
+                 "rng": buf["rng"]}
+        return start, (folder, buf), list(buf["segments"]) if own else []
+    return (buf if buf.get("data") else None), None, []
 
 
 def branch_record(iteration: int, games_played: int, positions_total: int) -> dict:
@@ -163,6 +199,37 @@ def bundle_options(gpus: float) -> tuple[dict, dict]:
     return ({} if cpu_at is None else at(cpu_at)), at(gpu_at)
 
 
+def check_cluster_gpus(res: Resources, have: float) -> None:
+    """Refuse GPUs the cluster cannot give (a learner that would wait for ever).
+
+    Raises:
+        ConfigError: the roles ask for more GPUs than the cluster has, naming the settings.
+    """
+    if res.total_gpus > have + 1e-9:
+        raise ConfigError(
+            f"runtime asks Ray for {res.total_gpus:g} GPU(s) (learner_gpus {res.learner_gpus:g}, worker_gpus "
+            f"{res.worker_gpus:g} x {res.workers} workers, eval_gpus {res.eval_gpus:g}) but the Ray cluster has "
+            f"{have:g}: set runtime.learner_gpus: 0 (or 'auto') and worker_gpus / eval_gpus: 0, or join a cluster "
+            "with GPUs")
+
+
+def role_devices(reports: list[dict]) -> dict[str, str]:
+    """``{"learner": ..., "self-play": ..., "evaluator": ...}`` from the roles' device reports
+    (the workers' devices joined, e.g. ``"cuda"`` or ``"cpu"``)."""
+    out: dict[str, list[str]] = {}
+    for r in reports:
+        role = "self-play" if r["role"].startswith("self-play") else r["role"]
+        out.setdefault(role, [])
+        if r["device"] not in out[role]:
+            out[role].append(r["device"])
+    return {k: "/".join(v) for k, v in out.items()}
+
+
+def describe_devices(devices: dict[str, str]) -> str:
+    """One line: each role's device."""
+    return ", ".join(f"{role} on {dev}" for role, dev in devices.items())
+
+
 def _with_resources(cfg: RunConfig, res: Resources) -> RunConfig:
     """``cfg`` with its roles' resources resolved to ``res`` (no ``"auto"`` left): what the
     roles are built with."""
@@ -195,16 +262,16 @@ class RayBackend:
         have = ray.cluster_resources().get("CPU", 0) if cpus is None else float(cpus)
         gpu = cluster_has_gpu()
         try:
-            res = resolve_resources(cfg.runtime, have, gpu=gpu)
+            res = resolve_resources(cfg.runtime, have, gpu=gpu, trial=cpus is not None)
         except ConfigError as exc:
             where = "the Ray cluster" if cpus is None else "the trial"
             raise ConfigError(f"{exc} ({where} offers {have:g} CPUs)") from None
+        check_cluster_gpus(res, ray.cluster_resources().get("GPU", 0.0))
         self.resources = res
         self.cfg = cfg = _with_resources(cfg, res)
         rt = cfg.runtime
-        gpus = learner_gpus(rt, gpu)
-        cls = remote_classes(cfg, gpus)
-        cpu_at, gpu_at = bundle_options(gpus)
+        cls = remote_classes(cfg, res)
+        cpu_at, gpu_at = bundle_options(res.learner_gpus)
         game = cfg.game_obj
         self.oracle = cls["oracle"].options(**cpu_at).remote(cfg.rules) if has_table(game) else None
         self.workers = [cls["worker"].options(**cpu_at).remote(cfg, i) for i in range(rt.workers)]
@@ -215,6 +282,22 @@ class RayBackend:
         self.n_workers = rt.workers
         self._table = None
         self._next_worker = 0
+        #: the device of each role (``{"learner": "cuda", "self-play": "cpu", "evaluator": "cpu"}``)
+        self.devices = self._check_devices(ray.get([a.device_report.remote() for a in
+                                                    [self.learner, *self.workers, self.evaluator]]))
+
+    def _check_devices(self, reports: list[dict]) -> dict[str, str]:
+        """The roles' devices from their reports; a role that may not run (a GPU its torch
+        cannot use) stops the run here, before any training, with the reason.
+
+        Raises:
+            ConfigError: a role's device error.
+        """
+        bad = next((r for r in reports if r["error"]), None)
+        if bad is not None:
+            self.shutdown()
+            raise ConfigError(bad["error"])
+        return role_devices(reports)
 
     def weights(self):
         import ray
@@ -290,14 +373,9 @@ class RayBackend:
         and the exact regret only); returns the call's reference."""
         return self.evaluator.evaluate.remote(version, weights, whole)
 
-    def state(self) -> tuple[dict, dict]:
-        import ray
-
-        return ray.get([self.learner.state_dict.remote(), self.buffer.state_dict.remote()])
-
     def ema_state(self) -> dict:
         """The EMA (playing) network's state_dict as last published by the learner (without
-        fetching the replay buffer, as :meth:`state` does)."""
+        fetching the replay buffer)."""
         from yamblab.actors.actors import weights_state
 
         return weights_state(self.weights()[1])
@@ -380,19 +458,20 @@ class InProcessBackend(RayBackend):
         from yamblab.actors.actors import Evaluator, LearnerActor, OracleService, ReplayBufferActor, SelfPlayWorker
 
         have = float(cpus) if cpus is not None else float(os.cpu_count() or 1)
+        device = in_process_device(cfg.runtime.learner_gpus)     # every role: the learner's device
         try:
-            res = resolve_resources(cfg.runtime.model_copy(update={"workers": 1}), have,
-                                    gpu=torch.cuda.is_available())
+            res = resolve_resources(cfg.runtime.model_copy(update={"workers": 1}), have, gpu=device == "cuda")
         except ConfigError as exc:
             raise ConfigError(f"{exc} (the run offers {have:g} CPUs)") from None
         self.resources = res
         self.cfg = cfg = _with_resources(cfg, res)     # one worker: resolved with workers 1
         game = cfg.game_obj
         self.oracle = OracleService(cfg.rules) if has_table(game) else None
-        self.workers = [SelfPlayWorker(cfg, 0)]
+        self.workers = [SelfPlayWorker(cfg, 0, device=device)]
         self.buffer = ReplayBufferActor(cfg.runtime.replay_positions, cfg.train.seed, buffer_state)
-        self.learner = LearnerActor(cfg, learner_state)
-        self.evaluator = Evaluator(cfg, self.oracle)
+        self.learner = LearnerActor(cfg, learner_state, device=device)
+        self.evaluator = Evaluator(cfg, self.oracle, device=device)
+        self.devices = role_devices([a.device_report() for a in [self.learner, *self.workers, self.evaluator]])
         torch.set_num_threads(Resources.threads(have))   # the roles take turns on the run's CPUs
         self.restarts = 0
         self.n_workers = 1
@@ -425,9 +504,6 @@ class InProcessBackend(RayBackend):
 
     def start_evaluation(self, version, weights, whole=True):
         return _Done(self.evaluator.evaluate(version, weights, whole))
-
-    def state(self) -> tuple[dict, dict]:
-        return self.learner.state_dict(), self.buffer.state_dict()
 
     def oracle_table(self):
         return None if self.oracle is None else self.oracle.table
@@ -562,7 +638,9 @@ class TrainingRun:
         self.keep_buffer_at_end = True
         self.branch_iteration: int | None = None
         self._branch_eval_due = False
-        learner_state = buffer_state = None
+        learner_state = buffer_state = replay = None
+        #: the segments of RUN/replay/ that the last checkpoint names (its next one appends to them)
+        self._segments: list[dict] = []
         if resume:
             path = self.run_dir / CHECKPOINT
             if not path.exists():
@@ -580,13 +658,7 @@ class TrainingRun:
             self._samples_total = int(learner_state.get("samples_trained", 0))
             if self.evals:
                 self.last_eval = next((h for h in reversed(self.history) if "eval.score_mean" in h), None)
-            buffer_state = _torch_to_np(state["buffer"])
-            if buffer_state.get("data") == {} and state.get("buffer_from"):
-                # a branch's first checkpoint: the base's positions, sampled with the branch's generator
-                base = _torch_to_np(load_checkpoint(state["buffer_from"])["buffer"])
-                buffer_state = {**base, "rng": buffer_state.get("rng", base["rng"])}
-            if buffer_state.get("data") == {}:
-                buffer_state = None
+            buffer_state, replay, self._segments = _buffer_to_resume(state, self.run_dir)
             if "branch_iteration" in state:
                 self.branch_iteration = int(state["branch_iteration"])
                 self._branch_eval_due = bool(state.get("branch_eval_due")) and not self.evals
@@ -597,6 +669,9 @@ class TrainingRun:
         atomic_write(self.run_dir / "config.yaml", cfg.to_yaml().encode())
         backend = InProcessBackend if cfg.runtime.actors == "in_process" else RayBackend
         self.backend = backend(cfg, learner_state, buffer_state, cpus=cpus)
+        if replay is not None:
+            self._load_replay(*replay)
+        self.started = time.time()      # the run's clock starts once its roles are up and its buffer loaded
         if tracker is not None:
             try:
                 self._start_tracking()
@@ -632,6 +707,7 @@ class TrainingRun:
             self.cfg.name, params=self.cfg.model_dump(mode="json"),
             tags={"yamblab.kind": "train", "yamblab.code_version": code_version(),
                   "yamblab.resources": self.backend.resources.describe(), "yamblab.machine": machine_description(),
+                  "yamblab.devices": describe_devices(self.backend.devices),
                   "yamblab.rules_hash": self.cfg.rules_obj.digest, "yamblab.preset": self.cfg.preset,
                   "yamblab.run_dir": where, **self._tags},
             parent_run_id=self._parent_run_id)
@@ -851,21 +927,31 @@ class TrainingRun:
         the buffer, the counters and every evaluation recorded so far (an evaluation still
         running is not in it; the batches of games playing ahead are played again on resume).
 
+        The buffer's positions go to segment files in ``RUN/replay/`` first: the positions
+        added since the last checkpoint, fetched a chunk at a time
+        (:func:`~yamblab.actors.replay.save_replay`); then ``checkpoint.pt`` names the segments
+        that hold the ring's positions; then the segments it no longer names are deleted. A kill
+        between any two of these writes leaves the last checkpoint and its segments whole.
+
         Args:
             keep_buffer: False leaves the replay buffer's positions out (a finished sweep
-                trial's checkpoint: most of the file; a run resumed from it starts with an
-                empty buffer).
+                trial's checkpoint; its segments are deleted; a run resumed from it starts with
+                an empty buffer).
 
         Raises:
             DiskFullError: no space left to write it; the checkpoint before stays whole.
         """
+        from yamblab.actors.replay import REPLAY_DIR, clean_replay, save_replay
         from yamblab.model.checkpoint import save_checkpoint
 
-        learner_state, buffer_state = self.backend.state()
-        if not keep_buffer:
-            buffer_state = {**buffer_state, "data": {}}
+        backend, folder = self.backend, self.run_dir / REPLAY_DIR
+        learner_state = _call(backend, backend.learner, "state_dict")
+        buffer_state = _call(backend, backend.buffer, "state_dict", False)
+        segments = save_replay(folder, buffer_state, self._segments,
+                               lambda first, n: _call(backend, backend.buffer, "positions", first, n)
+                               ) if keep_buffer else []
         payload = {
-            "learner": learner_state, "buffer": _np_to_torch(buffer_state),
+            "learner": learner_state, "buffer": {**buffer_state, "segments": segments},
             "iteration": self.iteration, "games_played": self.games_played,
             "positions_total": self._positions_total,
             "history": json.dumps(self.history), "evals": json.dumps(self.evals),
@@ -878,8 +964,27 @@ class TrainingRun:
             payload["branch_iteration"] = self.branch_iteration
         self._last_checkpoint = time.time()
         path = save_checkpoint(self.run_dir / CHECKPOINT, payload)
+        self._segments = segments
+        clean_replay(folder, segments)
         self.checkpointed = self.iteration
         return path
+
+    def _load_replay(self, folder: Path, buffer: dict) -> None:
+        """Stream the segments a checkpoint's ``buffer`` names, in ``folder``, into the buffer
+        the backend started from its small state. The driver reads them and sends them a chunk
+        at a time (so a buffer actor on another node of a cluster gets them too).
+
+        Raises:
+            DamagedFileError: a segment missing or damaged (named); the backend is shut down.
+        """
+        from yamblab.actors.replay import load_replay
+
+        backend = self.backend
+        try:
+            load_replay(folder, buffer, lambda part: _call(backend, backend.buffer, "add", part))
+        except BaseException:
+            backend.shutdown()
+            raise
 
     def progress_fraction(self) -> float:
         """How far the run is, 0 to 1: the larger of the share of ``runtime.iterations`` done
@@ -895,7 +1000,9 @@ class TrainingRun:
         rt = self.cfg.runtime
         if self.iteration >= rt.iterations:
             return True
-        return rt.time_budget_minutes is not None and self.elapsed / 60.0 >= rt.time_budget_minutes
+        # a time budget stops a run after the iteration that crosses it: never before its first
+        return (rt.time_budget_minutes is not None and self.iteration > 0
+                and self.elapsed / 60.0 >= rt.time_budget_minutes)
 
     def run(self) -> list[dict]:
         """Iterate until done (iterations or time budget); returns the metrics history.

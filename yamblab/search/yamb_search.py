@@ -343,6 +343,10 @@ class YambOneStepSearch:
             dice (a network's value head) as well as boundary cards.
     """
 
+    #: value each distinct leaf once (different keeps often reroll to the same dice in the same
+    #: slots); off only to measure what it saves (``benchmarks/onestep_leaves.py``)
+    dedup = True
+
     def __init__(self, rules: YambRules, valuation):
         self.rules = rules
         self.valuation = valuation
@@ -391,9 +395,8 @@ class YambOneStepSearch:
             g = np.concatenate(lg_g)
             key = np.concatenate(lg_key)
             p = np.concatenate(lg_p)
-            enc = encode_yamb_positions(r, batch.card[g], np.concatenate(lg_dice), np.concatenate(lg_ru),
-                                        batch.rolls_max[g], np.concatenate(lg_ann))
-            v = self.valuation.values(enc)
+            dice, ru, ann = np.concatenate(lg_dice), np.concatenate(lg_ru), np.concatenate(lg_ann)
+            v = self._leaf_values(batch, g, dice, ru, ann)
             code = g * (t.n_keeps + r.n_rows + 1) + np.where(key >= 0, key, t.n_keeps - 1 - key)
             uniq, inv = np.unique(code, return_inverse=True)
             val = np.bincount(inv.reshape(-1), weights=p * v, minlength=uniq.size)
@@ -406,6 +409,22 @@ class YambOneStepSearch:
                 for row in np.flatnonzero(legal[gg, P + H:]):
                     q[gg, P + H + row] = table[gg * stride + t.n_keeps + row]
         return q
+
+    def _leaf_values(self, batch, g: np.ndarray, dice: np.ndarray, ru: np.ndarray, ann: np.ndarray) -> np.ndarray:
+        """The valuation of leaves (game ``g``'s card with ``dice`` placed in their slots,
+        ``ru`` rolls used, ``ann`` announced), float64 (m,); a leaf that occurs more than once
+        is encoded and valued once."""
+        r = self.rules
+        dedup = self.dedup and ru.max() < 8 and ann.max() < 31    # the fields the code packs
+        if dedup:
+            code = (g.astype(np.int64) * 8 + ru) * 32 + (ann.astype(np.int64) + 1)
+            for j in range(dice.shape[1]):
+                code = code * 7 + dice[:, j]
+            _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+            g, dice, ru, ann = g[first], dice[first], ru[first], ann[first]
+        enc = encode_yamb_positions(r, batch.card[g], dice, ru, batch.rolls_max[g], ann)
+        v = self.valuation.values(enc)
+        return v[inv.reshape(-1)] if dedup else v
 
     def q(self, batch) -> np.ndarray:
         """Q in the shared action space, float64 (n, 208)."""

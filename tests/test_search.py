@@ -101,12 +101,33 @@ def test_checkpoint_valuation_agent(tmp_path, official_table):
     from yamblab.learners.learner import Learner
     from yamblab.model.config import ModelConfig
 
-    path = save_checkpoint(tmp_path / "c.ckpt", Learner(ModelConfig.preset("tiny"), TrainConfig()).state_dict())
+    state = Learner(ModelConfig.preset("tiny"), TrainConfig()).state_dict()
+    path = save_checkpoint(tmp_path / "c.ckpt", {**state, "config": "game: yahtzee\nrules: forced\n"})
     agent = make_agent("search", OFFICIAL, table=official_table, valuation=str(path))
     rep = grade(agent, OFFICIAL, games=10, seed=1, table=official_table)
     assert rep.regret_mean > 0          # an untrained value head is not optimal
     with pytest.raises(ValueError):
         make_search("one_step", OFFICIAL, official_table.values)
+
+
+@pytest.mark.parametrize("config,refusal", [
+    ("game: yamb\npreset: jamb_nn\n", r"learned yamb jamb_nn\[down,free,up,announce\]; this command plays yahtzee forced"),
+    ("game: yahtzee\nrules: free\n", "learned yahtzee free; this command plays yahtzee forced"),
+    (None, "records no run config"),
+])
+def test_a_checkpoint_of_another_game_is_refused_by_name_before_any_game(tmp_path, official_table, config, refusal):
+    """The network's inputs fit every game, so a Yamb network graded on Yahtzee (or on other
+    Yahtzee rules) would give a silently wrong figure: the recorded run config is checked."""
+    from yamblab.errors import ConfigError
+    from yamblab.learners.config import TrainConfig
+    from yamblab.learners.learner import Learner
+    from yamblab.model.checkpoint import save_checkpoint
+    from yamblab.model.config import ModelConfig
+
+    state = Learner(ModelConfig.preset("tiny"), TrainConfig()).state_dict()
+    path = save_checkpoint(tmp_path / "c.ckpt", {**state, **({"config": config} if config else {})})
+    with pytest.raises(ConfigError, match=refusal):
+        make_agent("search", OFFICIAL, table=official_table, valuation=str(path))
 
 
 def test_search_with_network_path_on_a_variant_without_upper_bonus():

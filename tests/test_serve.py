@@ -336,7 +336,8 @@ def test_a_checkpoint_is_served_as_an_agent_with_its_search_values(tmp_path, off
 
     torch.manual_seed(0)
     path = save_checkpoint(tmp_path / "net.ckpt",
-                           Learner(ModelConfig.preset("tiny"), TrainConfig(batch_size=8)).state_dict())
+                           {**Learner(ModelConfig.preset("tiny"), TrainConfig(batch_size=8)).state_dict(),
+                            "config": "game: yahtzee\nrules: forced\n"})
     client = TestClient(create_app(Service(["forced"], checkpoint=str(path), yamb_presets=())),
                         raise_server_exceptions=False)
     assert "checkpoint" in client.get("/api/info").json()["agents"]

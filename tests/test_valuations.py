@@ -333,7 +333,10 @@ def test_cli_evaluates_a_checkpoint(tmp_path):
     from yamblab.cli.main import app
 
     path = save_checkpoint(tmp_path / "run" / "checkpoint.pt",
-                           Learner(ModelConfig.preset("tiny"), TrainConfig()).state_dict())
+                           {**Learner(ModelConfig.preset("tiny"), TrainConfig()).state_dict(),
+                            "config": "game: yahtzee\nrules: forced,no-upper-bonus\n"})
+    refused = CliRunner().invoke(app, ["oracle", "evaluate", "--valuation", str(path), "--rules", "forced"])
+    assert refused.exit_code != 0 and "learned yahtzee forced,no-upper-bonus" in refused.output
     args = ["oracle", "evaluate", "--valuation", str(path), "--rules", "forced,no-upper-bonus", "--json"]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output

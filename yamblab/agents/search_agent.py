@@ -90,7 +90,7 @@ def _search(game, table=None, seed=0, valuation: str = "oracle", depth: str = "f
         return SearchAgent(game, exact_valuation(game, table), depth, name="search-oracle")
     from yamblab.model.checkpoint import load_network
 
-    net = load_network(valuation, map_location=device).to(device)
+    net = load_network(valuation, map_location=device, game=as_game(game)).to(device)
     return network_agent(net, game, depth, name=f"search-{depth}")
 
 

@@ -41,7 +41,10 @@ def serve(
             raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
         from yamblab.model.checkpoint import load_network
 
-        load_network(checkpoint)      # a damaged file is refused now, not at the first request
+        from yamblab.games.yahtzee.game import YahtzeeGame
+
+        for r in rules:               # a damaged file or another game is refused now, not at the first request
+            load_network(checkpoint, game=YahtzeeGame(_rules(r)))
     typer.echo("loading tables …")
     run_server(Service(rules, checkpoint=checkpoint, yamb_free=yamb_free, target=target,
                        target_max_points=target_max or 300, progress=True), host, port)

@@ -89,7 +89,9 @@ def resolve_valuation(spec: str, rules, table, progress: bool = True) -> tuple[s
         from yamblab.model.checkpoint import load_network
         from yamblab.model.exact_score import network_table
 
-        net = load_network(str(p), map_location="cpu")
+        from yamblab.games.yahtzee.game import YahtzeeGame
+
+        net = load_network(str(p), map_location="cpu", game=YahtzeeGame(rules))
         t0 = time.perf_counter()
         W, n = network_table(net, rules, progress=progress)
         return p.stem, W, {"states_valued": n, "valuation_seconds": time.perf_counter() - t0}

@@ -75,13 +75,44 @@ def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
         raise DamagedFileError(f"checkpoint {path} payload is unreadable ({exc.__class__.__name__}: {exc})") from None
 
 
-def load_network(path: str | Path, which: str = "ema", map_location="cpu"):
+def check_game(state: dict, game, source: str = "the checkpoint") -> None:
+    """Refuse a checkpoint whose run learned another game than ``game`` (a
+    :class:`~yamblab.games.protocol.Game`): another game, Yahtzee rules or Yamb preset or
+    columns. The network's inputs fit every game, so nothing else would notice.
+
+    Raises:
+        ConfigError: another game, naming both sides; a checkpoint that records no run config
+            (one not written by ``yamblab train``).
+    """
+    import yaml
+
+    from yamblab.errors import ConfigError
+    from yamblab.games.protocol import make_game
+
+    raw = state.get("config")
+    if not raw:
+        raise ConfigError(f"{source} records no run config, so the game its network learned cannot be checked: "
+                          "use a checkpoint written by `yamblab train` (RUN/checkpoint.pt or a snapshot)")
+    try:
+        rec = yaml.safe_load(raw)
+        theirs = make_game(rec.get("game", "yahtzee"), rec.get("rules"), rec.get("preset"), rec.get("columns"))
+    except Exception as exc:  # noqa: BLE001 - a recorded config that no longer parses
+        raise ConfigError(f"{source}: its recorded run config names no game this version knows ({exc})") from None
+    if theirs.digest != game.digest:
+        raise ConfigError(f"{source} learned {theirs.name} {theirs.label}; this command plays {game.name} {game.label} "
+                          "(a network's values are worth nothing under other rules)")
+
+
+def load_network(path: str | Path, which: str = "ema", map_location="cpu", game=None):
     """The network stored in a checkpoint (``which``: ``"ema"`` the player, or ``"model"``).
 
     Raises:
         DamagedFileError: a damaged checkpoint, or weights missing / unexpected for its config.
     """
-    return network_from_state(load_checkpoint(path, map_location), which, source=str(path))
+    state = load_checkpoint(path, map_location)
+    if game is not None:
+        check_game(state, game, f"checkpoint {path}")
+    return network_from_state(state, which, source=str(path))
 
 
 def network_from_state(state: dict, which: str = "ema", source: str = "the checkpoint"):

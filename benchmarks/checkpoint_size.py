@@ -61,19 +61,10 @@ def fill(buf, rows: dict, n: int, rng) -> None:
         buf.add({k: v[idx] for k, v in rows.items()})
 
 
-def _np_to_torch(obj):
-    """The old checkpoint's conversion of the buffer: every array copied into a tensor."""
-    import torch
-
-    if isinstance(obj, np.ndarray):
-        return torch.from_numpy(np.array(obj, copy=True))
-    if isinstance(obj, dict):
-        return {k: _np_to_torch(v) for k, v in obj.items()}
-    return obj
-
-
 def old_checkpoint(run: Path, learner: dict, buf) -> int:
+    """The old way: the whole buffer, every array copied into a tensor, inside checkpoint.pt."""
     from yamblab.model.checkpoint import save_checkpoint
+    from yamblab.training.runtime import _np_to_torch
 
     path = save_checkpoint(run / "checkpoint.pt", {"learner": learner, "buffer": _np_to_torch(buf.state_dict())})
     return path.stat().st_size

@@ -80,3 +80,25 @@ def benchmark_module():
         return loaded[name]
 
     return load
+
+
+@pytest.fixture(scope="session")
+def script_result():
+    """``script_result(code, *args)``: run Python ``code`` in a process of its own (a Ray cluster
+    of its own, say) with the project on its path, and return the JSON it printed on a line
+    ``RESULT {...}`` (the test fails with the process's output when there is none)."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+
+    def run(code: str, *args, timeout: float = 900) -> dict:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+        done = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True,
+                              text=True, timeout=timeout)
+        line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        assert line, done.stdout[-2000:] + done.stderr[-4000:]
+        return json.loads(line[len("RESULT "):])
+
+    return run

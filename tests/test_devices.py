@@ -4,10 +4,6 @@ clusters that declare fake GPUs and with CUDA's presence mocked."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -155,18 +151,13 @@ ray.shutdown()
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_on_a_fake_gpu_cluster_only_roles_given_a_gpu_would_use_it(tmp_path):
+def test_on_a_fake_gpu_cluster_only_roles_given_a_gpu_would_use_it(tmp_path, script_result):
     """On a cluster that declares a GPU: the learner would take CUDA with ``learner_gpus``
     "auto" or above 0 and not with 0; self-play and the evaluator only with GPU shares of their
     own; a sweep trial's CPU-only bundle keeps every role on the CPU; on this machine (a CPU
     build of torch) a role given a GPU is refused by name; more GPUs than the cluster has is
     one line naming the settings, before anything waits."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", _FAKE_GPU, str(ROOT), str(tmp_path / "runs")], env=env,
-                          capture_output=True, text=True, timeout=600)
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    assert line, done.stdout[-2000:] + done.stderr[-4000:]
-    out = json.loads(line[len("RESULT "):])
+    out = script_result(_FAKE_GPU, ROOT, tmp_path / "runs", timeout=600)
     auto = out["auto"]
     assert auto["learner"]["ids"] and auto["learner"]["with_cuda"] == "cuda"
     import torch

@@ -640,23 +640,13 @@ ray.shutdown()
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_a_trial_on_a_gpu_cluster_places_its_learner_on_the_gpu(tmp_path):
+def test_a_trial_on_a_gpu_cluster_places_its_learner_on_the_gpu(tmp_path, script_result):
     """On a cluster with a GPU (a fake one: Ray's own cluster of 2 CPUs and 1 GPU, in a process
     of its own, as the shared test cluster has none) a trial's placement group has a bundle
     with the GPU, the learner is placed in it and gets the GPU, the other actors fill the CPU
     bundle, an iteration runs; the learner would train on CUDA and the worker would not (this
     machine's torch has no CUDA: each role records its pick and plays on the CPU)."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", _GPU_TRIAL, str(ROOT), str(tmp_path / "runs")], env=env,
-                          capture_output=True, text=True, timeout=900)
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    assert line, done.stdout[-2000:] + done.stderr[-4000:]
-    out = json.loads(line[len("RESULT "):])
+    out = script_result(_GPU_TRIAL, ROOT, tmp_path / "runs")
     assert out["strategy"] == "PACK" and out["bundles"][-1]["GPU"] == 1.0 and "GPU" not in out["bundles"][0]
     assert out["iteration"] == 1
     assert out["learner_gpus"] and not out["worker_gpus"]

@@ -585,7 +585,8 @@ class Check:
                          f"on the {device.upper()}, " + ("whole games" if whole else
                                                          f"their first {on['turns_played_mean']:.3g} of {n_turns} turns "
                                                          f"(stopped at the end of the turn after {box:.0f} s)")
-                         + ", de-duplication on, then off on the same games"))
+                         + ", de-duplication on, then off on the same dice (bf16 rounding may change "
+                           "a move, so the games are the same only where same_games says so)"))
         res["seconds_per_game_turn"] = on["seconds"] / (n * max(on["turns_played_mean"], 1e-9))
         self.log(f"selfplay: de-duplication on/off = {res['dedup_ratio_positions_per_s']:.2f}x positions/s")
 

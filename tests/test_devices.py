@@ -144,6 +144,13 @@ for name, sets in (("trial_cpu", {"runtime.learner_gpus": 0}), ("trial_gpu", {})
     roles(name, sets, cpus=2.0, pg=pg)
     out[name]["bundles"] = bundles
     ray.util.remove_placement_group(pg)
+# roles that share one process inside a Ray worker (a sweep trial's) follow Ray, not torch
+def in_worker():
+    import yamblab.actors.devices as d
+    return d.in_process_device("auto"), d.SEEN
+
+
+out["in_worker"] = [ray.get(ray.remote(in_worker).options(num_cpus=0, num_gpus=g).remote()) for g in (0, 1)]
 print("RESULT " + json.dumps(out))
 ray.shutdown()
 """
@@ -174,3 +181,6 @@ def test_on_a_fake_gpu_cluster_only_roles_given_a_gpu_would_use_it(tmp_path, scr
     assert "GPU" not in out["trial_cpu"]["bundles"][0]
     assert out["trial_gpu"]["learner"]["with_cuda"] == "cuda" and out["trial_gpu"]["worker"]["with_cuda"] == "cpu"
     assert "asks Ray for 2 GPU(s)" in out["too_many"]["refused"] and "has 1" in out["too_many"]["refused"]
+    (_, no_gpu), (_, one_gpu) = out["in_worker"]
+    assert no_gpu["ids"] == [] and no_gpu["with_cuda"] == "cpu"
+    assert one_gpu["ids"] and one_gpu["with_cuda"] == "cuda"

@@ -208,3 +208,27 @@ def test_boundary_head_values_boundary_positions():
     assert losses["boundary"] > 0
     losses["total"].backward()
     assert net.boundary_head.mlp[-1].weight.grad.abs().sum() > 0   # a new card: all-zero features
+
+
+@pytest.mark.parametrize("config", ["yahtzee-cpu", "jamb-cpu", "yamb-tiny"])
+def test_value_pass_gives_forwards_values_without_the_policy_branch(config):
+    """A search leaf's value skips the policy branch and head: the same values as the whole
+    forward pass, bit for bit, on positions with dice and on a batch mixed with turn starts
+    (which a boundary head values)."""
+    from dataclasses import fields
+    from pathlib import Path
+
+    from yamblab.model.network import YambNet
+    from yamblab.training.config import load_run_config
+
+    cfg = load_run_config(Path(__file__).resolve().parents[1] / "configs" / f"{config}.yaml")
+    torch.manual_seed(0)
+    net = YambNet(cfg.model).eval()
+    game = cfg.game_obj
+    batch = game.new_batch(48, seed=1)
+    enc = game.encode(batch)
+    starts = game.encode_boundary(batch, np.arange(8))
+    mixed = EncodedBatch(**{f.name: np.concatenate([getattr(enc, f.name), getattr(starts, f.name)])
+                            for f in fields(EncodedBatch)})
+    for e in (enc, mixed):
+        assert np.array_equal(net.predict_value(e), net.predict(e)[1])

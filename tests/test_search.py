@@ -3,6 +3,8 @@ the table paths, one-step search averages the dice exactly, and the policy targe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -249,3 +251,39 @@ def test_random_state_samples_lie_one_box_on_and_are_one_turn_backups():
     mine = states[owner == 1, 0]
     assert ((mine & 0b11111) != 0b11111).any()            # not only game 1's own successors
     assert len(set(mine.tolist())) > 10                   # spread over the layer
+
+
+def test_one_step_search_values_each_distinct_leaf_once_and_keeps_its_q():
+    """Different keeps that reroll to the same dice in the same slots make the same leaf: valued
+    once, fewer leaves, the same Q (to float32 batch rounding) at every decision of 3 games."""
+    import numpy as np
+
+    from yamblab.games.protocol import step_shared
+    from yamblab.model.network import YambNet
+    from yamblab.search.valuation import NetworkValuation
+    from yamblab.search.yamb_search import YambOneStepSearch
+    from yamblab.training.config import load_run_config
+
+    cfg = load_run_config(Path(__file__).resolve().parents[1] / "configs" / "jamb-cpu.yaml")
+    torch.manual_seed(0)
+    net = YambNet(cfg.model).eval()
+    game = cfg.game_obj
+    got = {}
+    try:
+        for dedup in (True, False):
+            YambOneStepSearch.dedup = dedup
+            batch, val = game.new_batch(3, seed=5), NetworkValuation(net)
+            search = make_search("one_step", game, val)
+            qs = []
+            for _ in range(5):
+                q = search.q(batch)
+                qs.append(q)
+                step_shared(game, batch, np.argmax(np.where(np.isfinite(q), q, -np.inf), axis=1))
+            got[dedup] = (qs, val.positions_evaluated)
+    finally:
+        YambOneStepSearch.dedup = True
+    (on, n_on), (off, n_off) = got[True], got[False]
+    assert n_on < 0.8 * n_off
+    for a, b in zip(on, off):
+        assert np.array_equal(np.isfinite(a), np.isfinite(b))
+        assert np.allclose(a[np.isfinite(a)], b[np.isfinite(b)], atol=1e-3)

@@ -350,3 +350,19 @@ def test_a_checkpoint_is_served_as_an_agent_with_its_search_values(tmp_path, off
     assert len(vals) == 12 + len({tuple(sorted(v["move"]["hold"])) for v in vals if "hold" in v["move"]})
     with pytest.raises(Exception, match="no checkpoint file"):
         Service(["forced"], checkpoint=str(tmp_path / "missing.ckpt"), yamb_presets=())
+
+
+def test_serve_takes_a_checkpoint_that_one_served_variant_plays_and_refuses_one_none_plays(tmp_path):
+    from typer.testing import CliRunner
+
+    from yamblab.cli.main import app
+    from yamblab.learners.config import TrainConfig
+    from yamblab.learners.learner import Learner
+    from yamblab.model.checkpoint import save_checkpoint
+    from yamblab.model.config import ModelConfig
+
+    path = save_checkpoint(tmp_path / "net.ckpt", {**Learner(ModelConfig.preset("tiny"), TrainConfig()).state_dict(),
+                                                   "config": "game: yamb\npreset: jamb_nn\n"})
+    res = CliRunner().invoke(app, ["serve", "--checkpoint", str(path), "--rules", "forced", "--rules", "free",
+                                   "--port", "1"])
+    assert res.exit_code != 0 and "learned yamb jamb_nn" in res.output and "Traceback" not in res.output

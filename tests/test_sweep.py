@@ -699,3 +699,24 @@ def test_a_time_budgeted_trial_times_the_machine_before_and_after(tmp_path, monk
     text = format_run_summaries({"a": [(0, {"summary.exact_regret": 0.2, **{k: v for k, v in out["metrics"].items()
                                                                           if k.startswith("machine.")}})]})
     assert "machine s before" in text and text.splitlines()[-1].split()[-2:] == ["0.61", "0.93"]
+
+
+@pytest.mark.ray
+def test_a_sweep_whose_trials_ask_for_a_gpu_the_cluster_lacks_is_refused_before_any_trial(
+        ray_cluster, tmp_path, monkeypatch):
+    """A trial's placement group with a GPU on a cluster without one would wait for ever: the
+    sweep names the arm and both counts before it starts anything."""
+    from yamblab.sweeps.driver import Sweep
+
+    monkeypatch.chdir(tmp_path)
+    spec_path = tmp_path / "gpu.yaml"
+    spec_path.write_text(
+        f"name: gpu\nkind: grid\nbase: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}\n"
+        "overrides: {runtime.iterations: 1}\n"
+        "arms: {baseline: {}, on-a-gpu: {runtime.learner_gpus: 1}}\nseeds: [0]\nparallel: 1\n")
+    spec, base = load_sweep(spec_path)
+    base = base.model_copy(update={"runtime": base.runtime.model_copy(update={"run_dir": str(tmp_path / "runs")})})
+    sw = Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", progress=False)
+    with pytest.raises(ConfigError, match=r"arm on-a-gpu: a trial asks Ray for 1 GPU\(s\).*cluster has 0"):
+        sw.run()
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("checkpoint.pt"))

@@ -55,13 +55,29 @@ def ray_device(role: str) -> str:
     return pick_device(ids, role)
 
 
+def _in_ray_worker() -> bool:
+    """Whether this process is a Ray worker (an actor's or a task's), not a driver."""
+    import sys
+
+    if "ray" not in sys.modules:
+        return False
+    import ray
+
+    return ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE
+
+
 def in_process_device(learner_gpus) -> str:
-    """The device of roles that run in the driver's process: ``runtime.learner_gpus`` 0 is the
-    CPU, ``"auto"`` a GPU when torch sees one, more than 0 a GPU (refused without one).
+    """The device of roles that share one process: inside a Ray worker (a sweep trial's actor),
+    the GPU Ray assigned it or the CPU; elsewhere ``runtime.learner_gpus``: 0 is the CPU,
+    ``"auto"`` a GPU when torch sees one, more than 0 a GPU (refused without one).
 
     Raises:
-        ConfigError: ``learner_gpus`` above 0 and torch sees no CUDA device.
+        ConfigError: a GPU asked for, or assigned, that torch here cannot use.
     """
+    if _in_ray_worker():
+        import ray
+
+        return pick_device(ray.get_gpu_ids(), "run's roles (in one process)")
     if learner_gpus == "auto":
         return "cuda" if cuda_available() else "cpu"
     if float(learner_gpus) <= 0:

@@ -257,6 +257,16 @@ def read_segment(path: str | Path, record: dict, skip: int = 0):
         raise DamagedFileError(f"replay segment {path} fails its SHA-256 checksum")
 
 
+def check_segments(folder: str | Path, segments: list[dict]) -> None:
+    """Check that every segment a checkpoint names is in ``folder`` at its recorded size.
+
+    Raises:
+        DamagedFileError: the first one missing or of another size (named).
+    """
+    for s in segments:
+        _check_size(Path(folder) / s["name"], s)
+
+
 def _check_size(path: Path, record: dict) -> None:
     if not path.is_file():
         raise DamagedFileError(f"replay segment {path} is missing (the checkpoint names it)")
@@ -312,8 +322,7 @@ def load_replay(folder: str | Path, state: dict, add) -> int:
                            or any(s["first"] != e for s, e in zip(segments[1:], ends))):
         raise DamagedFileError(f"the checkpoint's replay segments in {folder} do not hold the positions "
                                f"{oldest}..{added - 1} it keeps")
-    for s in segments:
-        _check_size(folder / s["name"], s)
+    check_segments(folder, segments)
     fed = 0
     for s in segments:
         for part in read_segment(folder / s["name"], s, skip=max(0, oldest - s["first"])):

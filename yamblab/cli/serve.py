@@ -41,10 +41,18 @@ def serve(
             raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
         from yamblab.model.checkpoint import load_network
 
+        from yamblab.errors import ConfigError
         from yamblab.games.yahtzee.game import YahtzeeGame
 
-        for r in rules:               # a damaged file or another game is refused now, not at the first request
-            load_network(checkpoint, game=YahtzeeGame(_rules(r)))
+        refusals = []                 # a damaged file, or a game no served variant plays, refused now
+        for r in rules:
+            try:
+                load_network(checkpoint, game=YahtzeeGame(_rules(r)))
+                break
+            except ConfigError as exc:
+                refusals.append(exc)
+        else:
+            raise refusals[0]
     typer.echo("loading tables …")
     run_server(Service(rules, checkpoint=checkpoint, yamb_free=yamb_free, target=target,
                        target_max_points=target_max or 300, progress=True), host, port)

@@ -109,7 +109,7 @@ class Learner:
             # PPG auxiliary phase: value + aux losses through the trunk, policy held by cloning.
             has_p = t["has_policy"]
             if has_p.any() and old_logp is not None:
-                logp = masked_log_softmax(out.logits[has_p], x.legal[has_p])
+                logp = masked_log_softmax(out.logits[has_p].float(), x.legal[has_p])
                 kl = (old_logp.exp() * (old_logp - logp) * x.legal[has_p]).sum(dim=-1).mean()
                 loss = loss + cfg.phasic_clone_coef * kl
                 losses["clone_kl"] = kl
@@ -193,8 +193,9 @@ class Learner:
         if cfg.phasic and self.iteration % cfg.phasic_every == 0:
             with torch.no_grad():
                 self.net.eval()
-                old = torch.cat([masked_log_softmax(self.net(x_all[s:s + 4096]).logits, x_all.legal[s:s + 4096])
-                                 for s in range(0, n, 4096)])
+                with autocast(self.device, self.bf16):
+                    old = torch.cat([masked_log_softmax(self.net(x_all[s:s + 4096]).logits.float(),
+                                                        x_all.legal[s:s + 4096]) for s in range(0, n, 4096)])
                 self.net.train()
             run_epochs(cfg.phasic_aux_epochs, "aux", old)
         self.samples_trained += trained

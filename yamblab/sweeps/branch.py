@@ -94,6 +94,7 @@ def load_base(path: str | Path) -> tuple[dict, RunConfig]:
     """
     import yaml
 
+    from yamblab.actors.replay import REPLAY_DIR, check_segments
     from yamblab.errors import DamagedFileError
     from yamblab.model.checkpoint import load_checkpoint
     from yamblab.training.configio import validate
@@ -104,6 +105,8 @@ def load_base(path: str | Path) -> tuple[dict, RunConfig]:
                           + (" (a folder: name its checkpoint.pt)" if path.is_dir() else ""))
     try:
         state = load_checkpoint(path)
+        # the base's positions sit beside it in replay/ (a checkpoint copied out alone lacks them)
+        check_segments(path.parent / REPLAY_DIR, state.get("buffer", {}).get("segments") or [])
     except DamagedFileError as exc:
         raise ConfigError(f"branch_from.checkpoint: {exc}") from None
     if "config" not in state or "learner" not in state:

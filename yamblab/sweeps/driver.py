@@ -373,6 +373,8 @@ class Sweep:
                 init_ray(self.ray_address)
                 started_ray = True
         try:
+            if plan.slots:
+                self._check_gpus()
             if plan.slots and self.spec.branch_from is not None:
                 self._ensure_base(parent)
             self._run_trials(study, parent, plan.slots)
@@ -382,6 +384,28 @@ class Sweep:
         rows = self._results(study, parent)
         self.tracker.close()
         return rows
+
+    def _check_gpus(self) -> None:
+        """Refuse, before any base or trial starts, an arm whose trials ask for more GPUs than the
+        cluster has (a placement group that can never be placed would wait for ever).
+
+        Raises:
+            ConfigError: naming the arm, its GPUs and the cluster's.
+        """
+        import ray
+
+        from yamblab.actors.cluster import cluster_has_gpu
+        from yamblab.training.runtime import trial_bundles
+
+        have, gpu = ray.cluster_resources().get("GPU", 0.0), cluster_has_gpu()
+        arms = self.spec.arm_overrides() if self.spec.kind == "grid" else {"(every trial)": {}}
+        for arm, over in arms.items():
+            cfg = apply_overrides(self.base, {**self.spec.overrides, **over})
+            need = sum(b.get("GPU", 0.0) for b in trial_bundles(cfg.runtime, self.spec.trial_cpus, gpu)[0])
+            if need > have + 1e-9:
+                raise ConfigError(f"arm {arm}: a trial asks Ray for {need:g} GPU(s) (runtime.learner_gpus "
+                                  f"{cfg.runtime.learner_gpus}) but the cluster has {have:g}; set runtime.learner_gpus: "
+                                  "0 or 'auto'")
 
     def _end_finished_runs(self, study) -> None:
         """End the MLflow runs of finished trials that a driver killed between telling Optuna and
@@ -534,10 +558,6 @@ class Sweep:
 
         Actor = ray.remote(num_cpus=0, max_restarts=0)(TrialRunner)
         bundles, strategy = trial_bundles(slot.cfg.runtime, self.spec.trial_cpus, cluster_has_gpu())
-        need, have = sum(b.get("GPU", 0.0) for b in bundles), ray.cluster_resources().get("GPU", 0.0)
-        if need > have + 1e-9:      # a placement group that can never be placed would wait for ever
-            raise ConfigError(f"runtime.learner_gpus: a trial asks Ray for {need:g} GPU(s) but the cluster has "
-                              f"{have:g}; set runtime.learner_gpus: 0 (or 'auto') in the base config or the arm")
         slot.pg = placement_group(bundles, strategy=strategy)
         slot.actor = Actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
             slot.pg, placement_group_capture_child_tasks=True)).remote(

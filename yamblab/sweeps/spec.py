@@ -373,7 +373,7 @@ def load_sweep(path: str | Path, storage: str | None = None,
 
     def fits(cfg: RunConfig, where: str) -> None:
         try:
-            resolve_resources(cfg.runtime, spec.trial_cpus, gpu=False)
+            resolve_resources(cfg.runtime, spec.trial_cpus, gpu=False, trial=True)
         except ConfigError as exc:
             raise ConfigError(f"{where}: a trial's actors do not fit its trial_cpus ({spec.trial_cpus:g}): {exc}; "
                               "lower runtime.*_cpus in `overrides` or raise trial_cpus") from None

@@ -163,7 +163,7 @@ def trial_bundles(rt: RuntimeConfig, cpus: float, gpu: bool) -> tuple[list[dict]
     if gpus <= 0:
         return cpu_only
     try:
-        lr = resolve_resources(rt, cpus, gpu=gpu).learner_cpus
+        lr = resolve_resources(rt, cpus, gpu=gpu, trial=True).learner_cpus
     except ConfigError:
         return cpu_only
     rest = float(cpus) - lr
@@ -206,11 +206,13 @@ def check_cluster_gpus(res: Resources, have: float) -> None:
         ConfigError: the roles ask for more GPUs than the cluster has, naming the settings.
     """
     if res.total_gpus > have + 1e-9:
+        asked = {k: v for k, v in (("learner_gpus", res.learner_gpus), ("worker_gpus", res.worker_gpus),
+                                   ("eval_gpus", res.eval_gpus)) if v}
+        said = ", ".join(f"{k} {v:g}" + (f" x {res.workers} workers" if k == "worker_gpus" else "")
+                         for k, v in asked.items())
         raise ConfigError(
-            f"runtime asks Ray for {res.total_gpus:g} GPU(s) (learner_gpus {res.learner_gpus:g}, worker_gpus "
-            f"{res.worker_gpus:g} x {res.workers} workers, eval_gpus {res.eval_gpus:g}) but the Ray cluster has "
-            f"{have:g}: set runtime.learner_gpus: 0 (or 'auto') and worker_gpus / eval_gpus: 0, or join a cluster "
-            "with GPUs")
+            f"runtime asks Ray for {res.total_gpus:g} GPU(s) ({said}) but the Ray cluster has {have:g}: lower "
+            f"runtime.{' / '.join(asked)}, or join a cluster with more GPUs")
 
 
 def role_devices(reports: list[dict]) -> dict[str, str]:

@@ -112,7 +112,7 @@ class RuntimeConfig(BaseModel):
             train). 1 (default): the next batch plays, with the weights published before this
             iteration's training, while the learner trains; its games are then at most one
             weight version behind the learner when they are trained on. In-flight games are
-            bounded by ``max_policy_lag × games_per_iteration``.
+            bounded by ``(max_policy_lag + 1) × games_per_iteration``.
         checkpoint_minutes: write the run's checkpoint at the end of the first iteration after
             this many minutes since the last one (and after the last iteration); 0 writes one
             after every iteration. A killed run resumes from the last checkpoint.

@@ -780,7 +780,11 @@ class TrainingRun:
         cfg, rt = self.cfg, self.cfg.runtime
         t0 = time.perf_counter()
         k = self.iteration
-        self._submit([k], trainings=k)           # the first iteration, or the serial loop
+        # this iteration's batch (the first iteration's, or the serial loop's) and the batches that
+        # play ahead of the learner: all with the weights of k trainings, the same ones they would
+        # get once this batch is in (nothing trains in between), so the first iteration's games
+        # are not played one batch after another
+        self._submit(range(k, k + 1 + rt.max_policy_lag), trainings=k)
         weights_trainings, batch = self._inflight.pop(k)
         t_wait = time.perf_counter()
         stats = self.backend.collect(batch)
@@ -790,9 +794,8 @@ class TrainingRun:
         play_busy = sum(s.get("busy_seconds", 0.0) for s in stats)
         scores = [s["score_mean"] for s in stats if math.isfinite(s.get("score_mean", float("nan")))]
         self._positions_total += positions
-        # the next batches start now, with the weights before this training, and play while
-        # the learner trains: batch j is trained on at iteration j, max_policy_lag trainings later
-        self._submit(range(k + 1, k + 1 + rt.max_policy_lag), trainings=k)
+        # the batches submitted above play while the learner trains: batch j is trained on at
+        # iteration j, max_policy_lag trainings after the weights it played with
         self.iteration += 1
         t_train = time.perf_counter()
         progress = self.progress_fraction()

@@ -45,15 +45,7 @@ def sweep(
     t0 = time.perf_counter()
     sp, base = load_sweep(spec, storage, _parse_sets(set_) if set_ else None)
     sw = Sweep(sp, base, tracking_uri=tracking_uri, ray_address=address)
-    try:
-        rows = sw.run()
-    except KeyboardInterrupt:
-        import shlex
-        import sys
-
-        typer.echo(f"\ninterrupted: the study keeps every finished trial and each unfinished one its last "
-                   f"checkpoint; resume with: yamblab {shlex.join(sys.argv[1:])}", err=True)
-        raise typer.Exit(130) from None
+    rows = sw.run()
     if sp.branch_from is not None:
         typer.echo(f"\nsweep {sp.name}: every trial branched from one trained base at iteration "
                    f"{sw.base_iteration} and trained {base.runtime.iterations} more iterations; each arm's "

@@ -16,7 +16,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from yamblab.actors.devices import DeviceProbe, ray_device
+from yamblab.actors.devices import DeviceProbe
 from yamblab.actors.replay import ReplayBuffer
 from yamblab.learners.samples import SampleBatch
 
@@ -99,7 +99,7 @@ class SelfPlayWorker:
         cfg = config
         _threads(cfg.runtime.worker_cpus)
         self.worker_id = worker_id
-        self.probe = DeviceProbe(f"self-play worker {worker_id}", lambda: device or ray_device(f"self-play worker {worker_id}"))
+        self.probe = DeviceProbe(f"self-play worker {worker_id}", device)
         self.selfplay = SelfPlay(cfg.model, cfg.train, cfg.search, cfg.game_obj, device=self.probe.device,
                                  bf16=cfg.runtime.bf16)
         self.loads = 0
@@ -187,7 +187,7 @@ class LearnerActor:
         cfg = config
         lt = cfg.runtime.learner_threads
         _threads(cfg.runtime.learner_cpus if lt == "auto" else lt)
-        self.probe = DeviceProbe("learner", lambda: device or ray_device("learner"))
+        self.probe = DeviceProbe("learner", device)
         self.learner = Learner(cfg.model, cfg.train, device=self.probe.device, compile=cfg.runtime.learner_compile,
                                bf16=cfg.runtime.bf16)
         if state is not None:
@@ -260,7 +260,7 @@ class Evaluator:
     def __init__(self, config, oracle_service=None, device: str | None = None):
         self.cfg = config
         _threads(self.cfg.runtime.eval_cpus)
-        self.probe = DeviceProbe("evaluator", lambda: device or ray_device("evaluator"))
+        self.probe = DeviceProbe("evaluator", device)
         self.service = oracle_service
         self.game = self.cfg.game_obj
         self._net = None

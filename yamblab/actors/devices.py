@@ -89,14 +89,15 @@ def in_process_device(learner_gpus) -> str:
 
 
 class DeviceProbe:
-    """What a role's constructor found: its device, or why it may not run (reported by the
-    backend before any training, since an actor's constructor error would surface only at its
-    first call)."""
+    """What a role's constructor found: its device (``device`` when given, a role in the
+    driver's process; else :func:`ray_device`), or why it may not run (reported by the backend
+    before any training, since an actor's constructor error would surface only at its first
+    call)."""
 
-    def __init__(self, role: str, pick):
+    def __init__(self, role: str, device: str | None = None):
         self.role = role
         try:
-            self.device, self.error = pick(), None
+            self.device, self.error = device or ray_device(role), None
         except ConfigError as exc:
             self.device, self.error = "cpu", str(exc)
 

@@ -7,6 +7,7 @@ own RMSNorm) feed the policy head and the value head. Auxiliary heads read the t
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,8 +24,6 @@ from yamblab.model.tokenizer import Inputs, Tokenizer
 def autocast(device, bf16: bool):
     """bf16 autocast on a CUDA device when ``bf16`` is on; nothing on a CPU (its results stay
     float32, as before the switch existed)."""
-    import contextlib
-
     if bf16 and torch.device(device).type == "cuda":
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
@@ -162,15 +161,14 @@ class YambNet(nn.Module):
         """The value alone, float32 (B,) points: the trunk, the value branch and the value head
         (the boundary head on rows without dice, when there is one); the policy branch, which a
         search leaf does not need, is skipped. The same values as :meth:`forward`'s."""
-        if self.boundary_head is not None:
-            rows = x.dice[:, 0] != 0
-            value = self._boundary(x.columns, x.column_features)
-            if bool(rows.any()):
-                idx = rows.nonzero(as_tuple=True)[0]
-                inner = x if bool(rows.all()) else x[rows]
-                value = value.index_put((idx,), self._transformer_value(inner).to(value.dtype))
-            return value
-        return self._transformer_value(x)
+        rows = x.dice[:, 0] != 0
+        if self.boundary_head is None or bool(rows.all()):     # search leaves with dice
+            return self._transformer_value(x)
+        value = self._boundary(x.columns, x.column_features)
+        if bool(rows.any()):
+            idx = rows.nonzero(as_tuple=True)[0]
+            value = value.index_put((idx,), self._transformer_value(x[rows]).to(value.dtype))
+        return value
 
     def _transformer_value(self, x: Inputs) -> torch.Tensor:
         return self._value_head(self.value_branch(self.trunk(self.tokenizer(x))))[1]
@@ -200,6 +198,20 @@ class YambNet(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
+    @contextlib.contextmanager
+    def _inferring(self):
+        """Evaluation mode (put back after; switching walks every module, so only when needed)
+        under :func:`autocast` as :attr:`inference_bf16` says."""
+        was = self.training
+        if was:
+            self.eval()
+        try:
+            with autocast(self.device, self.inference_bf16):
+                yield
+        finally:
+            if was:
+                self.train(True)
+
     @torch.no_grad()
     def predict(self, enc: EncodedBatch | Inputs, chunk: int = 8192) -> tuple[np.ndarray, np.ndarray]:
         """Prior and value of positions without gradients, in chunks of ``chunk``.
@@ -211,19 +223,12 @@ class YambNet(nn.Module):
         """
         x = enc if isinstance(enc, Inputs) else Inputs.from_encoded(enc, self.device)
         x = x.to(self.device)
-        was = self.training
-        if was:                     # switching modes walks every module: only when needed
-            self.eval()
         priors, values = [], []
-        try:
-            with autocast(self.device, self.inference_bf16):
-                for s in range(0, len(x), chunk):
-                    out = self(x[s:s + chunk])
-                    priors.append(out.logits.float().softmax(dim=-1).cpu().numpy())
-                    values.append(out.value.double().cpu().numpy())
-        finally:
-            if was:
-                self.train(True)
+        with self._inferring():
+            for s in range(0, len(x), chunk):
+                out = self(x[s:s + chunk])
+                priors.append(out.logits.float().softmax(dim=-1).cpu().numpy())
+                values.append(out.value.double().cpu().numpy())
         if not priors:
             return np.zeros((0, 208), np.float32), np.zeros(0)
         return np.concatenate(priors), np.concatenate(values)
@@ -245,15 +250,8 @@ class YambNet(nn.Module):
                        for s in range(0, cols.shape[0], chunk)]
                 return torch.cat(out).double().cpu().numpy() if out else np.zeros(0)
         x = (enc if isinstance(enc, Inputs) else Inputs.from_encoded(enc, self.device)).to(self.device)
-        was = self.training
-        if was:
-            self.eval()
-        try:
-            with autocast(self.device, self.inference_bf16):
-                out = [self.value_pass(x[s:s + chunk]).double().cpu() for s in range(0, len(x), chunk)]
-        finally:
-            if was:
-                self.train(True)
+        with self._inferring():
+            out = [self.value_pass(x[s:s + chunk]).double().cpu() for s in range(0, len(x), chunk)]
         return torch.cat(out).numpy() if out else np.zeros(0)
 
     def n_parameters(self) -> int:

@@ -20,7 +20,6 @@ the file and the key named. (A sweep spec's schema is :mod:`yamblab.sweeps.spec`
 from __future__ import annotations
 
 import math
-
 from pathlib import Path
 from typing import Annotated, Any, Literal
 

@@ -2,6 +2,7 @@
 restored, nothing lost or counted twice."""
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -101,7 +102,8 @@ def test_a_terminated_run_is_marked_killed_and_says_how_to_resume(tmp_path):
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, out[-2000:]
-    assert "interrupted: the last checkpoint is kept; resume with: yamblab train --resume" in out
+    assert re.search(r"interrupted: the last checkpoint \(iteration \d+\) is kept; resume with: yamblab train "
+                     r"--resume ", out), out[-2000:]
     assert "SIGTERM received" not in out and "Traceback" not in out
     from mlflow import MlflowClient
 
@@ -110,11 +112,48 @@ def test_a_terminated_run_is_marked_killed_and_says_how_to_resume(tmp_path):
     assert [r.info.status for r in logged] == ["KILLED"]
 
 
+@pytest.mark.slow
+def test_an_interrupted_sweep_says_what_it_kept_and_how_to_resume(tmp_path):
+    """Ctrl-C in a sweep: status 130 within seconds, one line of what is kept and the command
+    that resumes it, its MLflow runs marked KILLED (it used to exit 130 saying nothing)."""
+    env = {**os.environ, "YAMBLAB_CACHE_DIR": os.environ.get("YAMBLAB_CACHE_DIR", str(tmp_path))}
+    env.pop("RAY_ADDRESS", None)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ("sweep", str(ROOT / "experiments" / "test-sweep.yaml"), "--tracking-uri", uri,
+            "--set", "overrides.runtime.iterations=1000", "--set", f"overrides.runtime.run_dir={tmp_path / 'runs'}")
+    # a shell's background job inherits SIGINT ignored, and Python then never sees Ctrl-C: the
+    # command gets it as a terminal's foreground job would
+    proc = subprocess.Popen(_yamblab(*args), cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None and not list(tmp_path.glob("runs/**/checkpoint.pt")):
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
+        proc.send_signal(signal.SIGINT)
+        sent = time.time()
+        out = proc.communicate(timeout=120)[0].decode()
+        took = time.time() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out[-2000:]
+    assert "interrupted: the study keeps every finished trial" in out and "Traceback" not in out, out[-2000:]
+    assert "resume with: yamblab sweep " + str(ROOT / "experiments" / "test-sweep.yaml") in out
+    assert took < 60, f"the sweep took {took:.0f} s to stop"
+    from mlflow import MlflowClient
+
+    client = MlflowClient(uri)
+    logged = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert logged and {r.info.status for r in logged} == {"KILLED"}, [r.info.status for r in logged]
+
+
 def test_the_sigterm_handler_is_put_back():
-    from yamblab.cli.train import _interrupt_on_sigterm
+    from yamblab.cli.common import interrupt_on_sigterm
 
     before = signal.getsignal(signal.SIGTERM)
-    undo = _interrupt_on_sigterm()
+    undo = interrupt_on_sigterm()
     try:
         assert signal.getsignal(signal.SIGTERM) is signal.default_int_handler
         with pytest.raises(KeyboardInterrupt):
@@ -251,3 +290,49 @@ def test_the_learner_draws_take_the_rising_policy_share(tmp_path, tiny_config):
     assert [h["train.policy_share"] for h in run.history] == pytest.approx(want)
     assert [s for s, _ in drawn] == pytest.approx(want)
     assert [f for _, f in drawn] == pytest.approx(want, abs=0.01)            # rounded to whole rows
+
+
+def _recorded_run(tmp_path, tiny_config, overrides=None):
+    """A run folder as a driver killed before its first checkpoint leaves it: its config only."""
+    from yamblab.training.config import apply_overrides
+
+    cfg = apply_overrides(tiny_config, {"runtime.actors": "in_process", "runtime.max_policy_lag": 0,
+                                        **(overrides or {})}, "test")
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(cfg.to_yaml())
+    return run, cfg
+
+
+def test_a_resume_refuses_a_change_of_the_run_before_touching_its_folder(tmp_path, tiny_config, monkeypatch):
+    """--set or -c on a resume: a setting of the run itself (the network, training, what an
+    evaluation grades) is refused by name with both values, and nothing in the run folder
+    changes; only what docs/training.md lists may change, and each change is said."""
+    from typer.testing import CliRunner
+
+    from yamblab.cli.main import app
+
+    run, cfg = _recorded_run(tmp_path, tiny_config)
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    started = []
+    monkeypatch.setattr("yamblab.cli.train._train", lambda cfg, *a: started.append(cfg))
+    for sets, named in [(["model.value_max=2.0"], "model.value_max 500.0 -> 2.0"),
+                        (["model.d_model=64", "train.lr=0.1"], "model.d_model 32 -> 64; train.lr 0.001 -> 0.1"),
+                        (["runtime.eval_games=50"], f"runtime.eval_games {cfg.runtime.eval_games} -> 50")]:
+        args = ["train", "--resume", str(run), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]
+        res = CliRunner().invoke(app, args + [a for s in sets for a in ("--set", s)])
+        assert res.exit_code == 2 and named in res.output and "a resumed run keeps its settings" in res.output, \
+            res.output
+        assert "Traceback" not in res.output
+    other = tmp_path / "other.yaml"
+    other.write_text((ROOT / "configs" / "yahtzee-tiny.yaml").read_text() + "\nsize: small\n")
+    res = CliRunner().invoke(app, ["train", "--resume", str(run), "-c", str(other)])
+    assert res.exit_code == 2 and "size 'tiny' -> 'small'" in res.output, res.output
+    assert started == [] and {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+    res = CliRunner().invoke(app, ["train", "--resume", str(run), "--set", "runtime.iterations=25",
+                                   "--set", "runtime.eval_every=5", "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"])
+    assert res.exit_code == 0, res.output
+    assert f"resume changes runtime.eval_every: {cfg.runtime.eval_every} -> 5" in res.output
+    assert f"resume changes runtime.iterations: {cfg.runtime.iterations} -> 25" in res.output
+    assert started[0].runtime.iterations == 25 and started[0].model == cfg.model

@@ -108,3 +108,33 @@ def atomic_write(path: str | Path, chunks) -> Path:
     except OSError:  # pragma: no cover - some file systems cannot fsync a folder
         pass
     return path
+
+
+def check_writable(path: str | Path, what: str) -> None:
+    """Refuse, before any work, a folder ``path`` this process cannot write into (made later if
+    missing): a file in its way, or a read-only or forbidden folder above it. Tried for real, by
+    creating and removing a file in the nearest folder that exists (a read-only mount, or
+    permissions, as the writes themselves will meet them).
+
+    Raises:
+        YamblabError: one line naming ``what``, the path and the reason.
+    """
+    from yamblab.errors import YamblabError
+
+    path = Path(path)
+    here = path
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        raise YamblabError(f"cannot write {what} at {path}: {here} is a file, not a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=here, prefix=".yamblab-write-check-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"disk full: no space left to write {what} at {path}") from None
+        reason = {errno.EROFS: "a read-only file system", errno.EACCES: "permission denied",
+                  errno.EPERM: "permission denied"}.get(exc.errno, exc.strerror or str(exc))
+        where = "" if here == path else f" (in {here.absolute()})"
+        raise YamblabError(f"cannot write {what} at {path}{where}: {reason}") from None

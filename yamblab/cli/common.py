@@ -51,3 +51,20 @@ def _bad_choice(what: str, value: str, choices: list[str]) -> YamblabError:
     from yamblab.errors import UnknownVariantError
 
     return UnknownVariantError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
+
+
+def interrupt_on_sigterm():
+    """Make SIGTERM raise :class:`KeyboardInterrupt` in the main thread, as Ctrl-C does, so a
+    run or sweep stopped by ``kill`` or a scheduler is marked KILLED and says how to resume it.
+
+    Returns a function that puts back the previous Python-level handler (Ray's, after its
+    init). Does nothing (and its undo nothing) outside the main thread, where Python cannot set
+    signal handlers."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # None: the handler was not set from Python; the default ends the process
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

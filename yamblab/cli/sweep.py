@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from yamblab.cli.common import _parse_sets
+from yamblab.cli.common import _parse_sets, interrupt_on_sigterm
 from yamblab.cli.user_errors import user_errors
 
 
@@ -44,8 +44,38 @@ def sweep(
 
     t0 = time.perf_counter()
     sp, base = load_sweep(spec, storage, _parse_sets(set_) if set_ else None)
-    sw = Sweep(sp, base, tracking_uri=tracking_uri, ray_address=address)
-    rows = sw.run()
+    from yamblab.atomic import check_writable
+    from yamblab.training.tracking import check_store_writable
+
+    # the places a sweep writes, named at once
+    check_writable(Path(base.runtime.run_dir), "the trials' run folders")
+    if sp.storage_url().startswith("journal:"):
+        check_writable(Path(sp.storage_url()[len("journal:"):]).parent, "the Optuna journal")
+    check_store_writable(tracking_uri or sp.tracking_uri)
+    if address is not None:      # a cluster that cannot be joined is named before any study or MLflow run
+        from yamblab.actors.cluster import init_ray
+
+        init_ray(address)
+    sw = None
+    on_term = interrupt_on_sigterm()      # a scheduler's stop takes Ctrl-C's path
+    try:
+        sw = Sweep(sp, base, tracking_uri=tracking_uri, ray_address=address)
+        rows = sw.run()
+    except KeyboardInterrupt:
+        import shlex
+        import sys
+
+        if sw is not None:
+            sw.mark_stopped()
+        typer.echo(f"\ninterrupted: the study keeps every finished trial, and each unfinished one its last "
+                   f"checkpoint; resume with: yamblab {shlex.join(sys.argv[1:])}", err=True)
+        raise typer.Exit(130) from None
+    finally:
+        on_term()
+        if address is not None:
+            import ray
+
+            ray.shutdown()
     if sp.branch_from is not None:
         typer.echo(f"\nsweep {sp.name}: every trial branched from one trained base at iteration "
                    f"{sw.base_iteration} and trained {base.runtime.iterations} more iterations; each arm's "

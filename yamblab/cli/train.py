@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from yamblab.cli.common import _parse_sets
+from yamblab.cli.common import _parse_sets, interrupt_on_sigterm
 from yamblab.cli.user_errors import user_errors
 from yamblab.errors import DiskFullError, YamblabError
 
@@ -20,12 +20,12 @@ def train(
     tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default: sqlite:///mlflow.db here)."),
     set_: list[str] = typer.Option([], "--set", help="Override a config key, e.g. --set train.lr=3e-4 (repeatable)."),
 ):
-    """Train an agent by AlphaZero-style self-play on a Ray cluster, graded by the oracle."""
-    import datetime
+    """Train an agent by AlphaZero-style self-play on a Ray cluster, graded by the oracle.
 
-    from yamblab.training.runtime import CHECKPOINT, TrainingRun, machine_description
-    from yamblab.training.config import apply_overrides, load_run_config
-    from yamblab.training.tracking import Tracker
+    A resume carries on the run as it was recorded; -c and --set may change only how long it
+    goes, its evaluation and checkpoint cadence and the machine's resources (docs/training.md)."""
+    from yamblab.training.runtime import CHECKPOINT
+    from yamblab.training.config import apply_overrides, load_run_config, resume_changes
 
     iteration = 0
     if resume:
@@ -46,13 +46,61 @@ def train(
             text, source, iteration = state["config"], str(run_dir / CHECKPOINT), int(state["iteration"])
         else:      # killed before its first checkpoint: the run starts again in its folder
             text, source = (run_dir / "config.yaml").read_text(), str(run_dir / "config.yaml")
-        cfg = validate(RunConfig, yaml.safe_load(text), source)
-        if set_:
-            cfg = apply_overrides(cfg, _parse_sets(set_), "--set")
+        recorded = validate(RunConfig, yaml.safe_load(text), source)
+        if config is not None:        # the config asked for: compared with the run's, not taken blindly
+            cfg = load_run_config(config, _parse_sets(set_))
+        else:
+            cfg = apply_overrides(recorded, _parse_sets(set_), "--set") if set_ else recorded
+        # before anything in the run folder is touched: only what a resume may change
+        for line in resume_changes(recorded, cfg, source):
+            typer.echo(f"resume changes {line}")
     else:
         if config is None:
             raise YamblabError("give --config configs/NAME.yaml (or --resume RUN)")
         cfg = load_run_config(config, _parse_sets(set_))
+    from yamblab.atomic import check_writable
+    from yamblab.training.tracking import check_store_writable
+
+    # places the run writes, named at once
+    check_writable(run_dir if resume else Path(cfg.runtime.run_dir), "the run folder" if resume else "run folders")
+    check_store_writable(tracking_uri or cfg.tracking.uri)
+    # roles that all live in this process (runtime.actors: in_process) need no Ray cluster; one
+    # that cannot be joined is named here, before any run folder or MLflow run exists
+    started = cfg.runtime.actors == "ray" or address is not None
+    # SIGTERM (kill, a scheduler's stop) takes Ctrl-C's path: the run is marked KILLED and the
+    # last checkpoint named (init_ray keeps this handler over Ray's, which exits at once)
+    on_term = interrupt_on_sigterm()
+    try:
+        if started:
+            from yamblab.actors.cluster import init_ray
+
+            init_ray(address)
+            if cfg.runtime.actors == "ray":      # what the cluster cannot place, named before the run folder
+                from yamblab.training.runtime import cluster_resources
+
+                cluster_resources(cfg)
+        _train(cfg, run_dir if resume else None, iteration, tracking_uri)
+    except KeyboardInterrupt:     # before the run's folder was said (after it, _train says what is kept)
+        kept = f"the run folder is as it was; resume with: yamblab train --resume {run_dir}" if resume else \
+            "no run folder was made"
+        typer.echo(f"\ninterrupted before the run began: {kept}", err=True)
+        raise typer.Exit(130) from None
+    finally:
+        on_term()
+        if started:
+            import ray
+
+            ray.shutdown()
+
+
+def _train(cfg, run_dir: Path | None, iteration: int, tracking_uri: str | None) -> None:
+    """The run of ``cfg``: a new one (``run_dir`` None), or the one in ``run_dir`` carried on."""
+    import datetime
+
+    from yamblab.training.runtime import CHECKPOINT, TrainingRun, machine_description
+    from yamblab.training.tracking import Tracker
+
+    resume = run_dir is not None
     tracker = Tracker(tracking_uri or cfg.tracking.uri, cfg.tracking.experiment)     # a bad store stops here
     warm = None
     if not resume:
@@ -66,23 +114,17 @@ def train(
 
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         run_dir = _new_folder(Path(cfg.runtime.run_dir) / f"{cfg.name}-{stamp}")
-        atomic_write(run_dir / "config.yaml", cfg.to_yaml().encode())
+        try:
+            atomic_write(run_dir / "config.yaml", cfg.to_yaml().encode())
+        except KeyboardInterrupt:      # an empty folder is no run: not left behind
+            run_dir.rmdir()
+            raise
     resumed = (run_dir / CHECKPOINT).exists()
-    # said before any work: from here on, whenever the run stops, this command carries it on
-    typer.echo(f"run {run_dir} (iteration {iteration} of {cfg.runtime.iterations}); "
-               f"resume with: yamblab train --resume {run_dir}")
-    # roles that all live in this process (runtime.actors: in_process) need no Ray cluster
-    started = cfg.runtime.actors == "ray" or address is not None
-    if started:
-        from yamblab.actors.cluster import init_ray
-
-        init_ray(address)
-    on_term = None
     run = None
     try:
-        # SIGTERM (kill, a scheduler's stop) takes Ctrl-C's path: the run is marked KILLED and
-        # the last checkpoint named. Set after Ray's init, whose own SIGTERM handler exits at once.
-        on_term = _interrupt_on_sigterm()
+        # said before any work: from here on, whenever the run stops, this command carries it on
+        typer.echo(f"run {run_dir} (iteration {iteration} of {cfg.runtime.iterations}); "
+                   f"resume with: yamblab train --resume {run_dir}")
         # the machine's speed before and after, beside the run's minutes: a shared VM's varies
         run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker, time_machine=True, warm_state=warm)
         rt = cfg.runtime
@@ -118,38 +160,15 @@ def train(
     except DiskFullError as exc:
         raise DiskFullError(f"{exc}. {_kept(run, run_dir, iteration if resumed else None)}") from None
     except KeyboardInterrupt:
-        typer.echo(f"\ninterrupted: the last checkpoint is kept; resume with: yamblab train --resume {run_dir}",
-                   err=True)
+        done = run.checkpointed if run is not None else (iteration if resumed else None)
+        kept = (f"the last checkpoint (iteration {done}) is kept" if done is not None
+                else "no checkpoint was written yet (the run starts again in its folder)")
+        typer.echo(f"\ninterrupted: {kept}; resume with: yamblab train --resume {run_dir}", err=True)
         if run is not None and run.run_id:
             tracker.end_run(run.run_id, "KILLED")
         raise typer.Exit(130) from None
     finally:
-        try:
-            tracker.close(backfill=f"yamblab train --resume {run_dir}")
-            if started:
-                import ray
-
-                ray.shutdown()
-        finally:
-            if on_term is not None:
-                on_term()
-
-
-def _interrupt_on_sigterm():
-    """Make SIGTERM raise :class:`KeyboardInterrupt` in the main thread, as Ctrl-C does, so a
-    run stopped by ``kill`` or a scheduler is marked KILLED and says where its checkpoint is.
-
-    Returns a function that puts back the previous Python-level handler (Ray's, after its
-    init). Does nothing (and its undo nothing) outside the main thread, where Python cannot set
-    signal handlers."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    # None: the handler was not set from Python; the default ends the process
-    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        tracker.close(backfill=f"yamblab train --resume {run_dir}")
 
 
 def _kept(run, run_dir: Path, checkpointed: int | None) -> str:

@@ -208,8 +208,8 @@ def check_address(host: str, port: int) -> None:
     """Refuse an address the server could not listen on, before any table is loaded.
 
     Raises:
-        YamblabError: a host that is neither an IP address nor a host name, or a port
-            outside 1..65535.
+        YamblabError: a host that is neither an IP address nor a host name, a port outside
+            1..65535, or an address this machine cannot listen on (taken, privileged, not its own).
     """
     import ipaddress
     import re
@@ -218,18 +218,51 @@ def check_address(host: str, port: int) -> None:
         raise YamblabError(f"--port {port} is not a port number 1..65535")
     try:
         ipaddress.ip_address(host)
-        return
     except ValueError:
-        pass
-    label = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
-    if len(host) > 253 or not re.fullmatch(rf"{label}(\.{label})*\.?", host):
-        raise YamblabError(f"--host {host!r} is not an IP address or a host name")
+        label = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+        if len(host) > 253 or not re.fullmatch(rf"{label}(\.{label})*\.?", host):
+            raise YamblabError(f"--host {host!r} is not an IP address or a host name")
+    _listen(host, port).close()
+
+
+def _listen(host: str, port: int):
+    """A socket listening on ``host:port`` (as uvicorn would open it), or one line saying why not.
+
+    Raises:
+        YamblabError: the port is taken, a privileged port, or the host is not this machine's.
+    """
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise YamblabError(f"--host {host!r}: no such host ({exc.strerror})") from None
+    family, kind, proto, _, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        why = {errno.EADDRINUSE: f"port {port} is already in use there; choose another --port",
+               errno.EACCES: f"port {port} needs privileges; choose one above 1023",
+               errno.EADDRNOTAVAIL: "it is not an address of this machine"}.get(exc.errno, exc.strerror or str(exc))
+        raise YamblabError(f"cannot serve on {host}:{port}: {why}") from None
+    return sock
 
 
 def run_server(service: Service, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve ``service`` with uvicorn until interrupted (prints the URL first)."""
+    """Serve ``service`` with uvicorn until interrupted; the URL is printed once its socket
+    listens (a taken port is one line, not a URL then uvicorn's error)."""
     import uvicorn
 
+    sock = _listen(host, port)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     print(f"yamblab serve: open http://{shown}:{port}/  (API docs: http://{shown}:{port}/docs)", flush=True)
-    uvicorn.run(create_app(service), host=host, port=port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(create_app(service), log_level="warning"))
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:       # Ctrl-C: a clean stop, as uvicorn.run makes it
+        pass

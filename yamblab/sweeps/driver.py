@@ -385,6 +385,17 @@ class Sweep:
         self.tracker.close()
         return rows
 
+    def mark_stopped(self) -> None:
+        """After Ctrl-C or SIGTERM: the sweep's parent run and its unfinished trials' runs are
+        marked KILLED in MLflow (rerunning the sweep opens them again). Best effort: the store
+        may be what stopped it."""
+        try:
+            for run_id, status in self.tracker.unfinished_runs({"yamblab.sweep": self.spec.name}):
+                if status == "RUNNING":
+                    self.tracker.end_run(run_id, "KILLED")
+        except Exception:  # noqa: BLE001 - the stop is said whatever MLflow answers
+            pass
+
     def _check_gpus(self) -> None:
         """Refuse, before any base or trial starts, an arm whose trials ask for more GPUs than the
         cluster has (a placement group that can never be placed would wait for ever).
@@ -643,7 +654,9 @@ class Sweep:
         while queue and len(active) < self.spec.parallel:
             launch(queue.pop(0))
         while active:
-            ready, _ = ray.wait(list(active), num_returns=1)
+            ready = []
+            while not ready:      # a second at a time: Ctrl-C and SIGTERM are handled between waits
+                ready, _ = ray.wait(list(active), num_returns=1, timeout=1.0)
             fut = ready[0]
             slot, kind = active.pop(fut)
             trial, run_id = slot.trial, slot.run_id

@@ -191,7 +191,7 @@ class RuntimeConfig(BaseModel):
     snapshots: bool = False
     solver_eval: bool = False
     solver_games: int = Field(600, ge=1, le=1_000_000)
-    time_budget_minutes: float | None = Field(None, gt=0.0)
+    time_budget_minutes: float | None = Field(None, gt=0.0, le=100_000.0)
     run_dir: str = "runs"
     actors: Literal["ray", "in_process"] = "ray"
     exact_eval: bool = True
@@ -547,3 +547,41 @@ def solver_graded(cfg: RunConfig) -> list[str]:
     game with an exact oracle: Yahtzee, a single Yamb column), and :data:`EXACT_MODE` where
     :attr:`RunConfig.exact_evaluated`."""
     return [*(SOLVER_MODES if cfg.runtime.solver_eval else ()), *((EXACT_MODE,) if cfg.exact_evaluated else ())]
+
+
+#: what a resumed run may change (``yamblab train --resume``): how long it runs, how often it is
+#: graded and checkpointed, and the machine it runs on. Anything else (the game, the network,
+#: training, search, what an evaluation grades) would make one run of two; ``runtime.eval_early``
+#: counts with its fields.
+RESUME_MAY_CHANGE = (
+    "runtime.iterations", "runtime.time_budget_minutes", "runtime.eval_every", "runtime.eval_early",
+    "runtime.checkpoint_minutes", "runtime.snapshots",
+    "runtime.workers", "runtime.worker_cpus", "runtime.learner_cpus", "runtime.eval_cpus",
+    "runtime.learner_gpus", "runtime.worker_gpus", "runtime.eval_gpus", "runtime.learner_threads",
+    "runtime.learner_compile", "runtime.bf16", "runtime.actors", "runtime.run_dir", "tracking.uri",
+)
+
+
+def resume_changes(recorded: RunConfig, asked: RunConfig, source: str) -> list[str]:
+    """What ``asked`` changes of a run recorded as ``recorded``, as lines ``KEY: OLD -> NEW``,
+    when every change is one :data:`RESUME_MAY_CHANGE` allows.
+
+    Raises:
+        ConfigError: naming ``source`` (the run's checkpoint) and every other setting changed,
+            with both values.
+    """
+    from yamblab.training.configio import flatten
+
+    old, new = flatten(recorded.model_dump(mode="json")), flatten(asked.model_dump(mode="json"))
+    changed = [k for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+
+    def allowed(key: str) -> bool:
+        return any(key == a or key.startswith(a + ".") for a in RESUME_MAY_CHANGE)
+
+    refused = [f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in changed if not allowed(k)]
+    if refused:
+        raise ConfigError(f"{source}: a resumed run keeps its settings; asked to change {'; '.join(refused)}. A resume "
+                          "may change only how long the run goes, its evaluation and checkpoint cadence and the "
+                          "machine's resources (docs/training.md); start a new run for the rest (train.init_from "
+                          "starts one from this network)")
+    return [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed]

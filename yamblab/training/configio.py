@@ -8,6 +8,7 @@ than 0``).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,18 +20,27 @@ from yamblab.errors import ConfigError
 M = TypeVar("M", bound=BaseModel)
 
 
+#: the tag pydantic puts in an error's location for the member of a union that refused the value
+#: (``constrained-int``, ``literal['auto']``, ``function-after[...]``): not a key the user wrote
+_MEMBER = re.compile(r"^(constrained-\w+|literal\[.*\]|[\w-]+\[.*\]|int|float|str|bool|none)$")
+
+
 def format_validation_error(exc: ValidationError, source: str) -> str:
-    """Every problem on one line: ``source: dotted.key: message; other.key: message``."""
-    problems = []
+    """Every problem on one line: ``source: dotted.key: message; other.key: message``. A value
+    every member of a union refused is one problem (``runtime.workers: Input should be greater
+    than or equal to 1, or 'auto'``), without pydantic's tags for the members."""
+    problems: dict[str, list[str]] = {}
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        loc = ".".join(str(p) for p in err["loc"] if not (isinstance(p, str) and _MEMBER.match(p))) or "(top level)"
         msg = " ".join(str(err["msg"]).split())
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
-        problem = f"{loc}: {msg}"
-        if problem not in problems:
-            problems.append(problem)
-    return f"{source}: " + "; ".join(problems)
+        said = problems.setdefault(loc, [])
+        if msg not in said:
+            said.append(msg)
+    return f"{source}: " + "; ".join(
+        f"{loc}: {msgs[0]}" + "".join(f", or {m.removeprefix('Input should be ')}" for m in msgs[1:])
+        for loc, msgs in problems.items())
 
 
 def validate(model: type[M], data: Any, source: str) -> M:

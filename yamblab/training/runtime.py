@@ -215,6 +215,28 @@ def check_cluster_gpus(res: Resources, have: float) -> None:
             f"runtime.{' / '.join(asked)}, or join a cluster with more GPUs")
 
 
+def cluster_resources(cfg: RunConfig, cpus: float | None = None) -> Resources:
+    """The resources of ``cfg``'s roles on the connected Ray cluster (``cpus``: a sweep trial's
+    share; default the cluster's CPUs), or one line naming the settings the cluster cannot place
+    (a role that would wait for ever).
+
+    Raises:
+        ConfigError: more CPUs or GPUs than the cluster (or the trial) has.
+    """
+    import ray
+
+    from yamblab.actors.cluster import cluster_has_gpu
+
+    have = ray.cluster_resources().get("CPU", 0) if cpus is None else float(cpus)
+    try:
+        res = resolve_resources(cfg.runtime, have, gpu=cluster_has_gpu(), trial=cpus is not None)
+    except ConfigError as exc:
+        where = "the Ray cluster" if cpus is None else "the trial"
+        raise ConfigError(f"{exc} ({where} offers {have:g} CPUs)") from None
+    check_cluster_gpus(res, ray.cluster_resources().get("GPU", 0.0))
+    return res
+
+
 def role_devices(reports: list[dict]) -> dict[str, str]:
     """``{"learner": ..., "self-play": ..., "evaluator": ...}`` from the roles' device reports
     (the workers' devices joined, e.g. ``"cuda"`` or ``"cpu"``)."""
@@ -259,17 +281,8 @@ class RayBackend:
         import ray
 
         from yamblab.actors.actors import remote_classes
-        from yamblab.actors.cluster import cluster_has_gpu
 
-        have = ray.cluster_resources().get("CPU", 0) if cpus is None else float(cpus)
-        gpu = cluster_has_gpu()
-        try:
-            res = resolve_resources(cfg.runtime, have, gpu=gpu, trial=cpus is not None)
-        except ConfigError as exc:
-            where = "the Ray cluster" if cpus is None else "the trial"
-            raise ConfigError(f"{exc} ({where} offers {have:g} CPUs)") from None
-        check_cluster_gpus(res, ray.cluster_resources().get("GPU", 0.0))
-        self.resources = res
+        self.resources = res = cluster_resources(cfg, cpus)
         self.cfg = cfg = _with_resources(cfg, res)
         rt = cfg.runtime
         cls = remote_classes(cfg, res)

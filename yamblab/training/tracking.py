@@ -95,6 +95,30 @@ def sqlite_path(uri: str) -> Path | None:
     return None if not db or db == ":memory:" else Path(db)
 
 
+def check_store_writable(uri: str | None) -> None:
+    """Refuse at once a local store this process cannot write (MLflow would retry for minutes,
+    then answer with a traceback): an SQLite database's folder (and the file, if there), or a
+    file store's folder.
+
+    Raises:
+        YamblabError: naming the store and why.
+    """
+    from yamblab.atomic import check_writable
+    from yamblab.errors import YamblabError
+
+    uri = uri or DEFAULT_TRACKING_URI
+    path = sqlite_path(uri)
+    if path is None:
+        if uri.startswith(("sqlite:", "http://", "https://", "databricks", "postgresql", "mysql", "mssql")):
+            return
+        path = Path(uri.removeprefix("file://"))
+        check_writable(path, "the MLflow store")
+        return
+    check_writable(path.parent.absolute(), f"the MLflow database {path.name}")
+    if path.is_file() and not os.access(path, os.W_OK):
+        raise YamblabError(f"cannot write the MLflow database {path}: permission denied")
+
+
 def check_sqlite_store(uri: str) -> None:
     """Refuse a damaged SQLite MLflow store before MLflow opens it (MLflow would build empty
     tables in an emptied file, and answer a damaged one with a traceback).
@@ -201,6 +225,7 @@ class Tracker:
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         self.uri = tracking_uri or DEFAULT_TRACKING_URI
         check_sqlite_store(self.uri)
+        check_store_writable(self.uri)
         quiet = logging.getLogger("mlflow.store.db.utils")
         if not any(isinstance(f, _QuietDiskFull) for f in quiet.filters):
             quiet.addFilter(_QuietDiskFull())
@@ -228,6 +253,14 @@ class Tracker:
                                f"({_reason(exc)}); start it, or choose another store with --tracking-uri "
                                f"(e.g. {DEFAULT_TRACKING_URI})") from None
         self.experiment = experiment
+        if not self.remote:      # a local artifact folder is written by this process: checked now
+            from urllib.parse import urlparse
+
+            from yamblab.atomic import check_writable
+
+            where = urlparse(self.client.get_experiment(self.experiment_id).artifact_location or "")
+            if where.scheme in ("", "file") and where.path:
+                check_writable(where.path, "MLflow's artifact folder")
 
     def _store_place(self) -> str:
         path = sqlite_path(self.uri)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -176,11 +176,11 @@ class SweepConfig(BaseModel):
     arms: dict[str, dict[str, Any]] | None = None
     factors: dict[str, list[Any]] | None = None
     baseline_arm: str | None = None
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Annotated[int, Field(ge=0, lt=2**63)]] = Field(default_factory=lambda: [0], min_length=1)
     params: dict[str, ParamRange] = Field(default_factory=dict)
     n_trials: int = Field(8, ge=1, le=100_000)
     pruning: bool = True
-    sampler_seed: int = 0
+    sampler_seed: int = Field(0, ge=0, lt=2**32)     # numpy's seeds (Optuna's TPE)
     parallel: int = Field(2, ge=1, le=4096)
     trial_cpus: float = Field(1.0, gt=0.0, le=256)
     storage: str | None = None

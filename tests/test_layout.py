@@ -205,3 +205,23 @@ def test_floors_above_search_do_not_branch_on_a_game_name():
            for i, line in enumerate(MODULES[name].read_text().splitlines(), 1) if _GAME_BRANCH.search(line)]
     assert above and not bad, ("a module above the search floor branching on a game's name (use the Game "
                                "protocol or a registry):\n" + "\n".join(bad))
+
+
+def test_the_readme_is_a_guide_and_its_links_lead_somewhere():
+    """At most 300 lines (results live in docs/results.md), and every relative link names a file
+    that exists, and a heading of it where it gives an anchor (GitHub's slugs)."""
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "README.md").read_text()
+    assert len(text.splitlines()) <= 300, f"README.md has {len(text.splitlines())} lines"
+
+    def slug(heading: str) -> str:
+        return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+    bad = []
+    for target in re.findall(r"\]\(((?!https?:)[^)#\s]+)(?:#([^)\s]+))?\)", text):
+        path, anchor = root / target[0], target[1]
+        if not path.exists():
+            bad.append(target[0])
+        elif anchor and anchor not in {slug(h) for h in re.findall(r"^#+ (.+)$", path.read_text(), re.M)}:
+            bad.append(f"{target[0]}#{anchor}")
+    assert not bad, f"README links that lead nowhere: {bad}"

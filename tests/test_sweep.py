@@ -720,3 +720,44 @@ def test_a_sweep_whose_trials_ask_for_a_gpu_the_cluster_lacks_is_refused_before_
     with pytest.raises(ConfigError, match=r"arm on-a-gpu: a trial asks Ray for 1 GPU\(s\).*cluster has 0"):
         sw.run()
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("checkpoint.pt"))
+
+
+def test_the_readmes_minute_long_spec_is_valid_and_a_sweep_says_where_its_results_are(tmp_path, monkeypatch):
+    """The README's try-the-flow spec loads as written (its base resolved from experiments/); a
+    sweep ends by naming the folder of its table and plots and its parent run's MLflow page."""
+    import os
+    import re
+
+    from typer.testing import CliRunner
+
+    from yamblab.cli.main import app
+
+    root = ROOT
+    block = re.search(r"```yaml\n(name: my-ablation\n.*?)```", (root / "README.md").read_text(), re.S).group(1)
+    spec_file = root / "experiments" / f".readme-spec-{os.getpid()}.yaml"
+    spec_file.write_text(block)
+    try:
+        sp, base = load_sweep(spec_file)
+    finally:
+        spec_file.unlink()
+    assert base.name == "yahtzee-tiny" and sp.seeds == [0, 1] and base.runtime.actors == "in_process"
+
+    class FakeTracker:
+        def artifact_folder(self, run_id):
+            return f"/store/{run_id}/artifacts"
+
+        def ui_command(self, run_id=None):
+            return f"page of {run_id}"
+
+    class FakeSweep:
+        def __init__(self, *a, **k):
+            self.tracker, self.parent_run_id, self.table_text = FakeTracker(), "p1", "the table"
+
+        def run(self):
+            return [{"arm": "baseline"}]
+
+    monkeypatch.setattr("yamblab.sweeps.driver.Sweep", FakeSweep)
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["sweep", str(root / "experiments" / "test-sweep.yaml")])
+    assert res.exit_code == 0, res.output
+    assert "table and plots: /store/p1/artifacts (results.txt" in res.output and "page of p1" in res.output

@@ -85,7 +85,10 @@ def sweep(
                    f"{base.runtime.eval_seed}; the games per mode are under the table), lower is better\n")
     typer.echo(sw.table_text if rows else "no finished trials")
     typer.echo(f"\nwall time {time.perf_counter() - t0:.0f} s on {_machine_speed()}")
-    typer.echo(f"open the MLflow UI on these runs:  {sw.tracker.ui_command()}")
+    if rows:
+        typer.echo(f"table and plots: {sw.tracker.artifact_folder(sw.parent_run_id)} (results.txt, "
+                   "results_table.json, regret_by_arm.png and each mode's curves_*.png)")
+    typer.echo(f"open the MLflow UI on these runs:  {sw.tracker.ui_command(sw.parent_run_id)}")
 
 
 def _machine_speed() -> str:

@@ -382,6 +382,8 @@ class Sweep:
             if started_ray:
                 ray.shutdown()
         rows = self._results(study, parent)
+        #: the sweep's parent MLflow run: its table and plots are its artifacts
+        self.parent_run_id = parent
         self.tracker.close()
         return rows
 

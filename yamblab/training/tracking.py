@@ -540,13 +540,19 @@ class Tracker:
         elif kind == "end":
             self.client.set_terminated(run_id, data)
 
-    def ui_command(self) -> str:
+    def artifact_folder(self, run_id: str) -> str:
+        """Where a run's artifacts are: a local folder (``file://`` dropped), or the store's URI."""
+        return self.client.get_run(run_id).info.artifact_uri.removeprefix("file://")
+
+    def ui_command(self, run_id: str | None = None) -> str:
         """How to see the runs: the command that opens the MLflow UI on this store (for a
-        server: its address) and the experiment's page on its training runs. The page's
+        server: its address) and the experiment's page on its training runs (``run_id``: that
+        run's page). The page's
         ``workflowType=machine_learning`` is needed: MLflow 3's UI (3.17) opens every experiment
         on its GenAI overview unless its GenAI / Model training switch says otherwise, whatever
         the experiment's kind tag."""
-        page = f"#/experiments/{self.experiment_id}?workflowType=machine_learning"
+        page = f"#/experiments/{self.experiment_id}" + (f"/runs/{run_id}" if run_id else "")
+        page += "?workflowType=machine_learning"
         if self.uri.startswith(("http://", "https://")):
             return f"open {self.uri.rstrip('/')}/{page} in a browser (the MLflow server's UI)"
         return f"mlflow ui --backend-store-uri {self.uri}, then open http://127.0.0.1:5000/{page}"

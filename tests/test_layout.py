@@ -20,7 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "yamblab"
 
 #: The floors, bottom first: each builds only on itself and the floors below it.
 FLOORS = [
-    ("base", ("yamblab", "yamblab.errors", "yamblab.atomic")),   # the package itself, errors, atomic writes
+    ("base", ("yamblab", "yamblab.errors", "yamblab.atomic", "yamblab.vocabulary")),   # the package itself,
+    # errors, atomic writes, the words of every output
     ("games", ("yamblab.games",)),
     ("oracle", ("yamblab.oracle",)),
     ("rules_of_thumb", ("yamblab.rules_of_thumb",)),

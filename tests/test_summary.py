@@ -29,10 +29,10 @@ def test_thresholds_are_timed_at_their_first_crossing_and_a_relapse_is_named():
     assert s["summary.worst_after_2"] == 4.3 and s["summary.relapsed"] == 1.0
     text = format_summary(s)
     assert "≤1 at 6.8 min (3,000 positions)" in text and "a relapse" in text
-    assert "exact full-turn regret 0.450" in text and "policy head alone 7.000" in text
+    assert "exact full-turn regret 0.45; regret 0.50; policy head alone 7.00" in text
 
 
-def test_no_relapse_and_the_sampled_regret_when_no_exact_mode():
+def test_no_relapse_and_the_played_regret_when_no_exact_mode():
     evals = [_ev(1.0, 10, None, sampled=3.0), _ev(2.0, 20, None, sampled=1.5), _ev(3.0, 30, None, sampled=2.9)]
     name, series = regret_series(evals)
     assert name == "regret" and [r for _, _, r in series] == [3.0, 1.5, 2.9]

@@ -19,6 +19,7 @@ import numpy as np
 from yamblab.actors.devices import DeviceProbe
 from yamblab.actors.replay import ReplayBuffer
 from yamblab.learners.samples import SampleBatch
+from yamblab.vocabulary import metric_key
 
 
 def _threads(cpus) -> None:
@@ -244,7 +245,7 @@ class Evaluator:
     Every run and every arm of a sweep is evaluated on the same games (``eval_seed``), so they
     compare on equal luck. Yahtzee's decisions are graded by the oracle service, and when the
     agent is full-turn search on the boundary head (a valuation of boundary states) its exact
-    expected score is logged beside the sampled regret (``eval.exact_score``,
+    expected score is logged beside the regret (``eval.exact_score``,
     ``eval.exact_regret``: no sampling noise); a single Yamb
     column's by its exact column oracle (built in this actor once); a Yamb card of several
     columns, which has no oracle, is compared with the heuristic bot on the same dice, and its
@@ -412,7 +413,7 @@ def eval_payload(report, version: int, seconds: float) -> dict:
     metrics = {
         "eval.score_mean": report.mean, "eval.score_ci_low": report.ci[0], "eval.score_ci_high": report.ci[1],
         "eval.seconds": seconds, "eval.version": version,
-        **{f"eval.regret.{k.replace(' ', '_')}": v for k, v in report.regret_by_decision.items()},
+        **{f"eval.regret.{metric_key(k)}": v for k, v in report.regret_by_decision.items()},
     }
     if report.has_regret:
         metrics.update({"eval.regret_mean": report.regret_mean, "eval.regret_ci_low": report.regret_ci[0],

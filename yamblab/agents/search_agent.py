@@ -15,6 +15,7 @@ from yamblab.games.protocol import as_game
 from yamblab.errors import ConfigError
 from yamblab.search.registry import DEPTHS, exact_valuation, make_search
 from yamblab.search.valuation import NetworkValuation
+from yamblab.vocabulary import network_agent_name
 
 
 class SearchAgent(Agent):
@@ -73,7 +74,7 @@ class SearchAgent(Agent):
 def network_agent(net, game, depth: str = "full_turn", name: str | None = None) -> SearchAgent:
     """A :class:`SearchAgent` whose search (or policy) is a network's."""
     valuation = NetworkValuation(net) if depth != "none" else None
-    return SearchAgent(game, valuation, depth, net=net, name=name or f"net-{depth}")
+    return SearchAgent(game, valuation, depth, net=net, name=name or network_agent_name(depth))
 
 
 def _search(game, table=None, seed=0, valuation: str = "oracle", depth: str = "full_turn",
@@ -87,11 +88,11 @@ def _search(game, table=None, seed=0, valuation: str = "oracle", depth: str = "f
     if valuation == "oracle":
         if depth != "full_turn":
             raise ConfigError(f"the oracle valuation drives full-turn search only (got depth {depth!r})")
-        return SearchAgent(game, exact_valuation(game, table), depth, name="search-oracle")
+        return SearchAgent(game, exact_valuation(game, table), depth, name="oracle, full-turn search")
     from yamblab.model.checkpoint import load_network
 
     net = load_network(valuation, map_location=device, game=as_game(game)).to(device)
-    return network_agent(net, game, depth, name=f"search-{depth}")
+    return network_agent(net, game, depth, name=network_agent_name(depth))
 
 
 register("search", game="yahtzee")(_search)

@@ -139,10 +139,11 @@ def _train(cfg, run_dir: Path | None, iteration: int, tracking_uri: str | None) 
         speed = run.machine
         last = {**run.history[-1], **(run.last_eval or {})}
         if "eval.regret_mean" in last:
-            graded = (f"noise-free regret {last['eval.regret_mean']:.2f} points/game "
-                      f"[{last['eval.regret_ci_low']:.2f}, {last['eval.regret_ci_high']:.2f}]")
+            graded = (f"regret {last['eval.regret_mean']:.2f} points/game "
+                      f"[{last['eval.regret_ci_low']:.2f}, {last['eval.regret_ci_high']:.2f}] on "
+                      f"{cfg.runtime.eval_games} evaluation games")
         else:
-            graded = (f"noise-free score vs the heuristic bot on the same dice "
+            graded = (f"score against the heuristic bot on the same dice "
                       f"{last.get('eval.vs_baseline_mean', float('nan')):+.1f} points/game "
                       f"[{last.get('eval.vs_baseline_ci_low', float('nan')):+.1f}, "
                       f"{last.get('eval.vs_baseline_ci_high', float('nan')):+.1f}]")

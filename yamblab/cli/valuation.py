@@ -371,8 +371,10 @@ def breakdown_cmd(
                                        "regret_by_decision": o.regret_by_decision,
                                        "regret_by_box": o.regret_by_box} for k, o in occs.items()}, indent=2))
             return
+        from yamblab.vocabulary import decision_names
+
         typer.echo(f"{'valuation':24s} {'exact score':>11s} {'regret':>7s} " +
-                   " ".join(f"{d:>11s}" for d in ("first keep", "second keep", "box")))
+                   " ".join(f"{d:>11s}" for d in decision_names(3)))
         for label, o in occs.items():
             typer.echo(f"{label:24s} {o.expected_score:11.4f} {o.regret:7.3f} " +
                        " ".join(f"{x:11.3f}" for x in o.regret_by_decision.values()))

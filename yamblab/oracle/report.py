@@ -79,13 +79,16 @@ class GradeReport:
         return bool(np.isfinite(self.regret_mean))
 
     def to_dict(self) -> dict:
-        """Plain-JSON form (no per-game arrays)."""
+        """Plain-JSON form (no per-game arrays), every figure rounded to 4 decimals
+        (:func:`yamblab.vocabulary.rounded`)."""
+        from yamblab.vocabulary import rounded
+
         d = asdict(self)
         for k in ("scores", "regrets", "baseline_scores"):
             d.pop(k)
         if not self.has_regret:
             d["regret_mean"], d["regret_ci"] = None, None
-        return d
+        return rounded(d)
 
     def format(self) -> str:
         """A human-readable report."""

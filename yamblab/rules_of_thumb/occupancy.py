@@ -19,8 +19,9 @@ import numpy as np
 
 from yamblab.games.yahtzee.rules import BOX_LABELS, OFFICIAL, YahtzeeRules
 from yamblab.oracle.yahtzee import _occupancy
+from yamblab.vocabulary import decision_names
 
-DECISIONS = ("first keep", "second keep", "box")
+DECISIONS = decision_names(3)
 
 __all__ = ["DECISIONS", "Occupancy", "forward_occupancy"]
 

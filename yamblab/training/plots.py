@@ -84,7 +84,7 @@ def learning_curve(evals: list[dict], history: list[dict] | None = None, loss: s
         xs.append((np.array([e["positions"] for e in evals]) / 1e6, "self-play positions (millions)"))
     for ax, (x, label) in zip(axes, xs):
         if evals:
-            ax.plot(x, m, "o-", color="tab:blue", label="noise-free regret / game" if loss == "regret" else loss)
+            ax.plot(x, m, "o-", color="tab:blue", label="regret / game" if loss == "regret" else loss)
             ax.fill_between(x, lo, hi, color="tab:blue", alpha=0.2, label="95% CI")
         ax.set_xlabel(label)
         _loss_axis(ax, loss)

@@ -40,6 +40,7 @@ from yamblab.errors import ConfigError, YamblabError
 from yamblab.oracle.registry import has_table
 from yamblab.actors.devices import in_process_device
 from yamblab.training.config import Resources, RunConfig, RuntimeConfig, learner_gpus, resolve_resources
+from yamblab.vocabulary import current_metrics
 
 log = logging.getLogger(__name__)
 
@@ -663,7 +664,8 @@ class TrainingRun:
             state = load_checkpoint(path)
             self.iteration = int(state["iteration"])
             self.games_played = int(state["games_played"])
-            self.history = json.loads(state["history"])
+            # metric names of earlier versions renamed: the curve goes on under today's name
+            self.history = [current_metrics(h) for h in json.loads(state["history"])]
             self.evals = json.loads(state["evals"])
             self.run_id = state.get("mlflow_run_id") or None
             self.elapsed_before = float(state.get("elapsed", 0.0))

@@ -66,7 +66,7 @@ def _mean(per_game) -> float:
 
 def regret_series(evals: list[dict]) -> tuple[str, list[tuple[float, int, float]]]:
     """The run's headline regret at each evaluation: the exact full-turn regret where the run
-    computes it, else the main mode's sampled regret.
+    computes it, else the main mode's regret on the evaluation games.
 
     Args:
         evals: the run's evaluations (:attr:`TrainingRun.evals`), each with ``minutes``,
@@ -91,7 +91,7 @@ def run_summary(evals: list[dict]) -> dict[str, float]:
     """The summary of a run's evaluations (every value a float, ready for MLflow).
 
     Keys (each present only when it applies): ``summary.exact_regret`` (exact full-turn regret
-    at the last evaluation, points/game), ``summary.regret`` (the main mode's sampled regret),
+    at the last evaluation, points/game), ``summary.regret`` (the main mode's regret on the evaluation games),
     ``summary.policy_regret`` (the policy head alone), ``summary.minutes`` and
     ``summary.positions`` (where the last evaluation stood), for each threshold ``t`` of
     :data:`THRESHOLDS` the headline regret first reached, ``summary.minutes_to_T`` and
@@ -127,9 +127,9 @@ def run_summary(evals: list[dict]) -> dict[str, float]:
 def format_summary(summary: dict[str, float]) -> str:
     """The summary as the lines ``yamblab train`` prints at its end ("" when it has no regret)."""
     lines = []
-    names = (("summary.exact_regret", "exact full-turn regret"), ("summary.regret", "sampled regret"),
+    names = (("summary.exact_regret", "exact full-turn regret"), ("summary.regret", "regret"),
              ("summary.policy_regret", "policy head alone"))
-    got = [f"{words} {summary[k]:.3f}" for k, words in names if k in summary]
+    got = [f"{words} {summary[k]:.2f}" for k, words in names if k in summary]
     if got:
         lines.append("regret (points/game, last evaluation): " + "; ".join(got))
     reached = [f"≤{t:g} at {summary[f'summary.minutes_to_{_key(t)}']:.1f} min "

@@ -14,8 +14,9 @@ from yamblab.games.yahtzee.engine import new_batch
 from yamblab.games.yahtzee.rules import BOX_LABELS, OFFICIAL, UPPER_BONUS_THRESHOLD, YAHTZEE, YahtzeeRules
 from yamblab.oracle.report import GradeReport, mean_ci
 from yamblab.oracle.yahtzee.table import OracleTable
+from yamblab.vocabulary import decision_names
 
-DECISIONS = ("first keep", "second keep", "box")
+DECISIONS = decision_names(3)
 
 
 class Grader:

@@ -24,8 +24,11 @@ CHUNK = 500
 
 
 def decision_names(rules) -> tuple[str, ...]:
-    """Kinds of Yamb decisions: the keep after each roll but the last, the box, the announcement."""
-    return tuple(f"keep {j}" for j in range(1, rules.max_rolls)) + ("box", "announce")
+    """Kinds of Yamb decisions: the keep after each roll but the last, the box, the announcement
+    (:func:`yamblab.vocabulary.decision_names`: the same words as Yahtzee's)."""
+    from yamblab.vocabulary import decision_names as names
+
+    return names(rules.max_rolls, announce=True)
 
 
 def column_regrets(oracle, batch, actions: np.ndarray) -> np.ndarray:

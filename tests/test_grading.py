@@ -85,3 +85,31 @@ def test_grade_decisions_matches_online_grader(official_table):
     cols = [np.concatenate(c) for c in zip(*recs)]
     later = grade_decisions(official_table, *cols)
     assert np.allclose(later, np.concatenate(online), atol=1e-9) and later.sum() > 0
+
+
+def test_grade_json_holds_figures_rounded_to_what_they_mean():
+    """No float arithmetic's last bits (p90 73.50000000000004, a rate 0.5550000071525574): every
+    figure of `grade --json` has at most 4 decimals, and the decisions have the shared names."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from yamblab.cli.main import app
+
+    res = CliRunner().invoke(app, ["grade", "--agent", "greedy", "--games", "40", "--seed", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+
+    def floats(x):
+        if isinstance(x, float):
+            yield x
+        elif isinstance(x, dict):
+            for v in x.values():
+                yield from floats(v)
+        elif isinstance(x, list):
+            for v in x:
+                yield from floats(v)
+
+    got = list(floats(out))
+    assert len(got) > 10 and all(round(v, 4) == v for v in got), [v for v in got if round(v, 4) != v]
+    assert list(out["regret_by_decision"]) == ["first keep", "second keep", "box"]

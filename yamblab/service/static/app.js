@@ -22,6 +22,78 @@ function gradeText(m) {
     : `${m.label}: gave away ${fmt(m.loss)} points (best: ${m.best})`;
 }
 
+// ------------------------------------------------------------------ Yahtzee scoring
+// What each open box would score with the dice showing, stated as yamblab/games/yahtzee/rules.py
+// states it (legal_boxes, base_score, joker_active); tests/test_serve_browser.py checks that the
+// two agree on every roll, under every joker rule, with the Yahtzee box open, at 0 and at 50.
+const YBOXES = ["ones", "twos", "threes", "fours", "fives", "sixes", "three_of_a_kind", "four_of_a_kind",
+  "full_house", "small_straight", "large_straight", "yahtzee", "chance"];
+const UPPER_BONUS_AT = 63, UPPER_BONUS = 35, YAHTZEE_BONUS = 100;
+
+// a variant's name as the server writes it ("forced", "free,no-upper-bonus", …)
+function yRulesOf(name) {
+  const words = String(name).split(",").map((w) => w.trim());
+  return {joker: ["forced", "free", "priority", "none"].find((j) => words.includes(j)) || "forced",
+    upperBonus: !words.includes("no-upper-bonus"), yahtzeeBonus: !words.includes("no-yahtzee-bonus")};
+}
+
+// {points: {open box: points, or null where the joker rule forbids it}, yahtzeeBonus: 100 or 0}
+function yPoints(rulesName, card, dice) {
+  const rules = yRulesOf(rulesName);
+  const h = [0, 0, 0, 0, 0, 0];
+  dice.forEach((f) => { h[f - 1] += 1; });
+  const sum = dice.reduce((s, f) => s + f, 0);
+  const most = Math.max(...h);
+  const face = h.indexOf(5);                    // the face of a Yahtzee, or -1
+  const run = (lo, hi) => h.slice(lo - 1, hi).every((c) => c > 0);
+  const open = YBOXES.filter((b) => !(b in card));
+  const yBox = !("yahtzee" in card) ? "open" : card.yahtzee === 50 ? "fifty" : "zero";
+  const joker = face >= 0 && yBox !== "open" && rules.joker !== "none";
+  const among = (group) => open.filter((b) => group.includes(b));
+  let legal = open;
+  if (joker && rules.joker !== "free") {
+    if (open.includes(YBOXES[face])) legal = [YBOXES[face]];
+    else if (rules.joker === "forced") legal = among(YBOXES.slice(6)).length ? among(YBOXES.slice(6)) : open;
+    else legal = [["three_of_a_kind", "four_of_a_kind"], ["chance", "full_house", "small_straight", "large_straight"]]
+      .map(among).find((g) => g.length) || open;     // priority
+  }
+  // a joker Yahtzee scores Full House and the straights at full value
+  const full = joker && (rules.joker !== "free" || !open.includes(YBOXES[face]));
+  const score = {three_of_a_kind: most >= 3 ? sum : 0, four_of_a_kind: most >= 4 ? sum : 0,
+    full_house: (h.includes(3) && h.includes(2)) || full ? 25 : 0,
+    small_straight: run(1, 4) || run(2, 5) || run(3, 6) || full ? 30 : 0,
+    large_straight: run(1, 5) || run(2, 6) || full ? 40 : 0, yahtzee: face >= 0 ? 50 : 0, chance: sum};
+  YBOXES.slice(0, 6).forEach((b, f) => { score[b] = (f + 1) * h[f]; });
+  const points = {};
+  for (const b of open) points[b] = legal.includes(b) ? score[b] : null;
+  return {points, yahtzeeBonus: face >= 0 && yBox === "fifty" && rules.yahtzeeBonus ? YAHTZEE_BONUS : 0};
+}
+
+// the upper section: the sum of the upper boxes filled so far, and where the 35-point bonus stands
+function yUpper(rulesName, card) {
+  const upper = YBOXES.slice(0, 6);
+  const subtotal = upper.reduce((s, b) => s + (card[b] || 0), 0);
+  const best = subtotal + upper.reduce((s, b, f) => s + (b in card ? 0 : 5 * (f + 1)), 0);
+  if (!yRulesOf(rulesName).upperBonus) return {subtotal, label: "Bonus", bonus: "not in these rules"};
+  const bonus = subtotal >= UPPER_BONUS_AT ? String(UPPER_BONUS)
+    : best < UPPER_BONUS_AT ? "out of reach" : `${UPPER_BONUS_AT - subtotal} to go`;
+  return {subtotal, label: `Bonus (${UPPER_BONUS} at ${UPPER_BONUS_AT})`, bonus};
+}
+
+function yUpperRows(table, rulesName, card, prefix, cols) {
+  const u = yUpper(rulesName, card);
+  for (const [label, text, id] of [["Upper subtotal", u.subtotal, "subtotal"], [u.label, u.bonus, "bonus"]]) {
+    const tr = table.insertRow();
+    tr.className = "sum";
+    tr.insertCell().textContent = label;
+    const td = tr.insertCell();
+    td.className = "pts";
+    td.id = prefix + "upper-" + id;
+    td.textContent = text;
+    for (let c = 2; c < cols; c++) tr.insertCell();
+  }
+}
+
 // ------------------------------------------------------------------ Yahtzee
 const Y = {seed: 1, moves: [], held: new Set(), data: null, agent: null, reveal: false, busy: false};
 
@@ -74,9 +146,10 @@ function yRender() {
   const hint = $("hint");
   hint.hidden = !$("hints").checked || p.done;
   if (d.advice) hint.textContent = `oracle: ${d.advice[0].label} (expected final ${fmt(d.advice[0].expected_final)})`;
-  // the scorecard
+  // the scorecard: the points of each filled box; in each open box, what the dice showing would score
   const boxValue = {};
   (d.advice || []).forEach((a) => { if (a.move.box) boxValue[a.move.box] = a; });
+  const now = p.done ? null : yPoints(d.rules, p.card, p.dice);
   const card = $("card");
   card.innerHTML = "";
   for (const [name, label] of Object.entries(INFO.boxes)) {
@@ -84,16 +157,44 @@ function yRender() {
     tr.insertCell().textContent = label;
     const td = tr.insertCell();
     td.className = "pts";
+    const act = tr.insertCell();
     if (name in p.card) {
       td.textContent = p.card[name];
       td.id = `score-${name}`;
-    } else if (!p.done && boxValue[name]) {
-      const b = document.createElement("button");
-      b.id = `box-${name}`;
-      b.textContent = "score";
-      b.onclick = () => yMove({box: name});
-      td.appendChild(b);
+    } else if (now) {
+      const v = now.points[name];
+      td.id = `pts-${name}`;
+      td.textContent = v === null ? "–" : v;
+      td.className = "pts would" + (v ? "" : " nil");
+      td.title = v === null ? "the joker rule does not allow this box for this Yahtzee"
+        : "what the dice showing would score here";
+      if (boxValue[name]) {
+        const b = document.createElement("button");
+        b.id = `box-${name}`;
+        b.textContent = "score";
+        b.onclick = () => yMove({box: name});
+        act.appendChild(b);
+      }
     }
+    if (name === "sixes") yUpperRows(card, d.rules, p.card, "", 3);
+  }
+  if (yRulesOf(d.rules).yahtzeeBonus) {
+    const tr = card.insertRow();
+    tr.className = "sum";
+    tr.insertCell().textContent = "Yahtzee bonus";
+    const td = tr.insertCell();
+    td.className = "pts";
+    td.id = "yahtzee-bonus";
+    td.textContent = p.yahtzee_bonuses ? 100 * p.yahtzee_bonuses : "";
+    if (now && now.yahtzeeBonus) {
+      const s = document.createElement("span");
+      s.className = "would";
+      s.id = "pts-yahtzee-bonus";
+      s.textContent = ` +${now.yahtzeeBonus}`;
+      s.title = "a further Yahtzee earns this bonus in whichever box it is scored";
+      td.appendChild(s);
+    }
+    tr.insertCell();
   }
   const log = $("moves");
   log.innerHTML = "";
@@ -163,6 +264,11 @@ function yRenderAgent() {
     const td = tr.insertCell();
     td.className = "pts";
     td.textContent = card[name] ? Y.agent.position.card[name] : "";
+    if (name === "sixes") {
+      const filled = {};
+      for (const k of Object.keys(card)) filled[k] = Y.agent.position.card[k];
+      yUpperRows(t, Y.agent.rules, filled, "agent-", 2);
+    }
   }
 }
 

@@ -309,6 +309,7 @@ def out_of_range(low, high, integer=True):
 NUMBER_OPTIONS = [
     (["advise", "--dice", "12345"], "--rolls-left", 0, 2, True),
     (["advise", "--dice", "12345"], "--top", 0, None, True),
+    (["advise", "--game", "yamb", "--dice", "12345"], "--rolls-left", 0, 2, True),
     (["grade"], "--games", 1, MAX_GAMES, True),
     (["grade", "--games", "1"], "--seed", 0, MAX_SEED, True),
     (["baseline"], "--games", 1, MAX_GAMES, True),
@@ -344,6 +345,7 @@ PATH_OPTIONS = [
     (["grade", "--games", "1", "--agent", "search"], "--valuation", (".pt", ".txt")),
     (["grade", "--games", "1"], "--checkpoint", (".pt",)),
     (["serve"], "--checkpoint", (".pt",)),
+    (["advise", "--game", "yamb", "--dice", "12345"], "--checkpoint", (".pt",)),
     (["valuation", "tune", "--trials", "1"], "--start", (".json", ".yaml", ".txt")),
     (["train"], "--config", (".yaml", ".txt")),
     (["sweep"], None, (".yaml", ".txt")),
@@ -431,6 +433,10 @@ def test_names(data):
         ["valuation", "tune", "--trials", "1", "--start", bad],
         ["oracle", "evaluate", "--valuation", bad],
         ["model", "summary", "--preset", bad],
+        ["advise", "--dice", "12345", "--game", bad],
+        ["advise", "--game", "yamb", "--dice", "12345", "--preset", bad],
+        ["advise", "--game", "yamb", "--dice", "12345", "--columns", f"down,{bad}"],
+        ["advise", "--game", "yamb", "--dice", "12345", "--agent", bad],
     ]))
     refused(where, bad)
 
@@ -462,6 +468,16 @@ def test_options_that_do_not_apply_are_refused_by_name(data):
         (["serve", "--target-max", "100"], "--target-max"),
         (["valuation", "tune", "--trials", "1", "--radius", "2"], "--radius"),
         (["valuation", "tune", "--trials", "1", "--method", "cd", "--radius", "2"], "--radius"),
+        (["advise", "--dice", "12345", "--preset", "croatian"], "--preset"),
+        (["advise", "--dice", "12345", "--columns", "down"], "--columns"),
+        (["advise", "--dice", "12345", "--announced", "full"], "--announced"),
+        (["advise", "--dice", "12345", "--agent", "heuristic"], "--agent"),
+        (["advise", "--dice", "12345", "--checkpoint", garbage], "--checkpoint"),
+        (["advise", "--game", "yamb", "--dice", "12345", "--rules", "forced"], "--rules"),
+        (["advise", "--game", "yamb", "--columns", "down", "--dice", "12345", "--agent", "heuristic"], "--agent"),
+        (["advise", "--game", "yamb", "--columns", "down", "--dice", "12345", "--checkpoint", garbage],
+         "--checkpoint"),
+        (["advise", "--game", "yamb", "--columns", "down", "--dice", "12345", "--announced", "full"], "--announced"),
     ]))
     if args[0] == "grade":
         args = [*args, "--games", "1"]

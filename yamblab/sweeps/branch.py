@@ -51,28 +51,39 @@ def base_config(spec: SweepConfig, base: RunConfig) -> RunConfig:
                            source=f"sweep {spec.name}: branch_from")
 
 
-#: ``(section, key, default)`` of run-config settings added after sweeps were recorded, whose
-#: default leaves a run as it was: left out of :func:`config_digest` at that default
-_LATER_DEFAULTS = (("runtime", "learner_compile", False), ("train", "policy_share_final", None),
-                   ("runtime", "eval_early", None))
+#: what a run config's identity is made of, whatever its values (a game at its defaults is
+#: still that game)
+_IDENTITY = ("game", "rules", "preset", "columns", "size")
 
 
 def config_digest(cfg: RunConfig) -> str:
     """A short hash of everything in a run config that can change its result.
 
-    The run folder and the run's name are left out, so the same arm run from another folder
-    keeps its digest; any other change (the arm's overrides, the sweep's ``overrides``, the
-    base config) gives a new digest, and a resumed sweep runs that arm again. Settings added
-    after sweeps were recorded (:data:`_LATER_DEFAULTS`) are left out while they hold the
-    default that behaves as before, so those sweeps keep their arms' digests.
+    Only the game's identity and the settings that differ from the defaults of a config of the
+    same game and network size enter it, so a setting added to yamblab later, at the default
+    that behaves as before, never moves a recorded arm's digest. The run folder and the run's
+    name are left out, so the same arm run from another folder keeps its digest; any other
+    change (the arm's overrides, the sweep's ``overrides``, the base config) gives a new digest,
+    and a resumed sweep runs that arm again.
     """
-    d = cfg.model_dump(mode="json")
-    d.pop("name", None)
-    d.get("runtime", {}).pop("run_dir", None)
-    for section, key, default in _LATER_DEFAULTS:
-        if d.get(section, {}).get(key, default) == default:
-            d.get(section, {}).pop(key, None)
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    ident = {k: getattr(cfg, k) for k in _IDENTITY}
+    default = RunConfig.model_validate({k: v for k, v in ident.items() if v is not None})
+    return digest_of(cfg.model_dump(mode="json"), default.model_dump(mode="json"))
+
+
+def digest_of(values: dict, default: dict) -> str:
+    """:func:`config_digest` of a config's dump ``values`` against the dump ``default`` of the
+    default config of its game and size: a setting missing from ``values`` counts as at its
+    default (a config recorded before the setting existed)."""
+    from yamblab.training.configio import flatten
+
+    mine, base = flatten(values), flatten(default)
+    for k in ("name", "runtime.run_dir"):
+        mine.pop(k, None)
+        base.pop(k, None)
+    missing = object()
+    kept = {k: v for k, v in mine.items() if k in _IDENTITY or base.get(k, missing) != v}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def file_digest(path: str | Path) -> str:

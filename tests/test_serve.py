@@ -50,7 +50,7 @@ def test_advice_ranks_every_action_like_the_oracle(client, official_table):
 
 def test_advice_with_no_rolls_left_is_boxes_only_and_top_limits(client):
     r = client.post("/api/yahtzee/advice", json={"dice": "66666", "rolls_left": 0, "top": 3})
-    assert r.status_code == 422      # dice are a list of faces in the API
+    assert r.status_code == 400      # dice are a list of faces in the API
     r = client.post("/api/yahtzee/advice", json={"dice": [6, 6, 6, 6, 6], "rolls_left": 0, "top": 3})
     acts = r.json()["actions"]
     assert len(acts) == 3 and all(a["kind"] == "box" for a in acts)

@@ -22,12 +22,16 @@ def _rules(text: str):
 
 
 def _parse_sets(sets: list[str]) -> dict:
-    """``--set train.lr=3e-4`` options as a dict of dotted keys to YAML-parsed values."""
+    """``--set train.lr=3e-4`` options as a dict of dotted keys to YAML-parsed values: a
+    :class:`~yamblab.training.configio.SetOptions`, so that a bad key or value among them is
+    named as typed (``--set train.lrr: unknown key (did you mean train.lr?)``), not blamed on the
+    config file."""
     import yaml
 
     from yamblab.errors import ConfigError
+    from yamblab.training.configio import SetOptions
 
-    out = {}
+    out = SetOptions()
     for item in sets or []:
         if "=" not in item:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. train.lr=3e-4")

@@ -25,7 +25,8 @@ def train(
     A resume carries on the run as it was recorded; -c and --set may change only how long it
     goes, its evaluation and checkpoint cadence and the machine's resources (docs/training.md)."""
     from yamblab.training.runtime import CHECKPOINT
-    from yamblab.training.config import apply_overrides, load_run_config, resume_changes
+    from yamblab.sweeps.spec import load_run_config_file as load_run_config
+    from yamblab.training.config import apply_overrides, resume_changes
 
     iteration = 0
     if resume:

@@ -18,9 +18,11 @@ Endpoints (JSON; every request names its rule variant, defaulting to the server'
 ``POST /api/yamb/replay``          a Yamb single-column game in the browser
 =================================  ==========================================================
 
-A user's mistake (impossible dice or card, an unknown variant, an illegal move) is answered
-with 400 (or 422 for a malformed request) and ``{"detail": "<what is wrong>"}``; tables load
-once, at start-up, and are shared read-only, so one bad request never disturbs another.
+A user's mistake (impossible dice or card, an unknown variant, an illegal move) and a malformed
+request (a body that is not JSON, a missing or unknown field, a wrong type, a value out of range)
+are answered with 400 and ``{"detail": "<what is wrong>"}``, one line naming the field
+(``rolls_left: Input should be less than or equal to 2``); tables load once, at start-up, and
+are shared read-only, so one bad request never disturbs another.
 Sources: timpalpant/yahtzee (a JSON advice endpoint shared by a browser client and a robot),
 the Best Values post (a page that grades every hold and box a person picks).
 """
@@ -136,17 +138,117 @@ def _dump(m) -> dict:
     return m.model_dump()
 
 
+class Problem(BaseModel):
+    """What every 400 answers: one line naming what is wrong (the field, for a malformed request)."""
+
+    detail: str
+
+
+#: how each member of a union of moves is written, for a move none of them accepts
+_SHAPES = {"Hold": '{"hold": [die positions 1..5]}', "Box": '{"box": "box name"}',
+           "Row": '{"row": "row name"} (null: the next row)'}
+
+
+def _where(loc) -> tuple[str, str | None, str]:
+    """(the field as a client writes it: ``dice[0]``, ``decisions[2].move``, up to the union
+    member the error is about; that member, if any; the whole field, ``moves[0].hold``)."""
+    from yamblab.training.configio import _MEMBER
+
+    field, member, at = "", None, ""
+    for p in loc[1:] if loc and loc[0] in ("body", "query", "path", "header", "cookie") else loc:
+        if isinstance(p, int):
+            field += f"[{p}]"
+        elif p in _SHAPES and member is None:
+            member, at = p, field
+        elif not _MEMBER.match(p):
+            field += f".{p}" if field else p
+    return (at if member else field), member, field
+
+
+def validation_message(errors: list[dict], model: type[BaseModel] | None = None) -> str:
+    """One line for pydantic's errors of a request: each field with what is wrong with it
+    (``rolls_left: Input should be less than or equal to 2``), an unknown field with the nearest
+    known one, a move that is none of the moves with the moves' forms, a body that is not a
+    JSON object said so."""
+    from yamblab.training.configio import dotted_keys, nearest_key
+
+    problems: dict[str, list[str]] = {}
+    members: dict[str, dict[str, list[dict]]] = {}       # field -> union member -> its errors
+    for err in errors:
+        field, member, _ = _where(err["loc"])
+        if member is not None:
+            members.setdefault(field, {}).setdefault(member, []).append(err)
+            continue
+        kind, msg = err["type"], " ".join(str(err["msg"]).split())
+        if kind == "json_invalid":
+            at = err["loc"][-1] if isinstance(err["loc"][-1], int) else None
+            why = (err.get("ctx") or {}).get("error")
+            field, msg = "", "the body is not valid JSON" + (f" ({why}" + (f" at character {at})" if at is not None
+                                                                           else ")") if why else "")
+        elif not field and kind == "missing":
+            msg = "no body: send the request's fields as a JSON object"
+        elif not field and kind in ("model_attributes_type", "dict_type", "model_type"):
+            msg = "the body must be a JSON object of the request's fields (Content-Type: application/json)"
+        elif kind == "extra_forbidden":
+            near = nearest_key(field, dotted_keys(model)) if model is not None and "[" not in field else None
+            msg = "unknown field" + (f" (did you mean {near}?)" if near else "")
+        said = problems.setdefault(field, [])
+        if msg not in said:
+            said.append(msg)
+    for field, by_member in members.items():
+        # the member the client meant (its fields were all given and known), else the forms
+        meant = [errs for errs in by_member.values() if not any(e["type"] in ("missing", "extra_forbidden")
+                                                                 for e in errs)]
+        if len(meant) == 1:
+            for e in meant[0]:
+                f = _where(e["loc"])[2]
+                problems.setdefault(f, []).append(" ".join(str(e["msg"]).split()))
+        else:
+            problems.setdefault(field, []).append(
+                "a move is " + " or ".join(_SHAPES[m] for m in by_member))
+    return "; ".join((f"{field}: " if field else "") + msgs[0]
+                     + "".join(f", or {m.removeprefix('Input should be ')}" for m in msgs[1:])
+                     for field, msgs in problems.items())
+
+
 def create_app(service: Service):
     """The FastAPI app over a :class:`~yamblab.service.service.Service` (its tables already loaded)."""
     from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, RedirectResponse
     from fastapi.staticfiles import StaticFiles
 
-    app = FastAPI(title="yamblab", description=__doc__.split("\n\n")[0], version="0.1.0")
+    app = FastAPI(title="yamblab", description=__doc__.split("\n\n")[0], version="0.1.0",
+                  responses={400: {"model": Problem, "description": "A user's mistake or a malformed request, "
+                                                                   "named in one line"}})
 
     @app.exception_handler(YamblabError)
     async def _user_error(request: Request, exc: YamblabError):
         return JSONResponse(status_code=400, content={"detail": str(exc)})
+
+    @app.exception_handler(RequestValidationError)
+    async def _malformed(request: Request, exc: RequestValidationError):
+        """A malformed request (not JSON, a missing, unknown or mistyped field, a value out of
+        range) is a user's mistake like any other: 400 and one line naming the field."""
+        field = getattr(request.scope.get("route"), "body_field", None)
+        model = getattr(getattr(field, "field_info", None), "annotation", None)
+        model = model if isinstance(model, type) and issubclass(model, BaseModel) else None
+        return JSONResponse(status_code=400, content={"detail": validation_message(list(exc.errors()), model)})
+
+    default_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's schema, without the 422 it documents by default (this app answers 400)."""
+        if app.openapi_schema is None:
+            schema = default_openapi()
+            for ops in schema.get("paths", {}).values():
+                for op in ops.values():
+                    op.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+        return app.openapi_schema
+
+    app.openapi = openapi
 
     @app.get("/api/info")
     def info() -> dict[str, Any]:

@@ -16,9 +16,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from yamblab.errors import ConfigError
-from yamblab.training.config import (EXACT_MODE, SOLVER_MODES, RunConfig, apply_overrides, load_run_config,
-                                     resolve_resources, solver_graded)
-from yamblab.training.configio import deep_update, read_yaml, validate
+from yamblab.training.config import (EXACT_MODE, SOLVER_MODES, RunConfig, apply_overrides,
+                                     load_run_config, resolve_resources, solver_graded)
+from yamblab.training.configio import SetOptions, deep_update, read_yaml, validate
 
 #: What an arm can be judged on: a decision mode's played games, a solver-graded loss, or the
 #: exact full-turn regret.
@@ -314,11 +314,12 @@ def _how_to_grade(mode: str) -> str:
     return f"add runtime.eval_modes.{mode}: GAMES to `overrides`"
 
 
-def _override_spec(data: dict, overrides: dict) -> dict:
+def _override_spec(data: dict, overrides: dict, placed: dict[str, list[str]] | None = None) -> dict:
     """A spec with dotted-key overrides of its own keys. A key into one of the spec's mappings of
     run-config keys (``overrides.runtime.iterations``, ``arms.ARM.train.lr``,
     ``branch_from.overrides.runtime.eval_every``) sets that mapping's dotted key, as the file
-    writes it, so that it replaces the file's value instead of racing it."""
+    writes it, so that it replaces the file's value instead of racing it; ``placed`` (when
+    given) gets that mapping's place (``overrides``, ``arms.ARM``) -> the keys set in it."""
     out = deep_update(data, {})
     for key, value in overrides.items():
         parts = str(key).split(".")
@@ -337,7 +338,48 @@ def _override_spec(data: dict, overrides: dict) -> dict:
         for k in [k for k in node if k == rest or k.startswith(rest + ".") or rest.startswith(k + ".")]:
             del node[k]           # the file's own spelling of the same run-config key
         node[rest] = value
+        if placed is not None:
+            placed.setdefault(".".join(parts[:n]), []).append(rest)
     return out
+
+
+def is_run_config(data: dict) -> bool:
+    """Whether a YAML mapping that is no valid sweep spec is a run config instead: it has keys
+    only a run config has (``game``, ``model``, ``train``, ``runtime`` …) and none only a sweep
+    spec has."""
+    ours, theirs = set(SweepConfig.model_fields), set(RunConfig.model_fields)
+    return bool(data.keys() & (theirs - ours)) and not data.keys() & (ours - theirs)
+
+
+def is_sweep_spec(data: dict) -> bool:
+    """Whether a YAML mapping that is no valid run config is a sweep spec instead: it has keys
+    only a sweep spec has (``base``, ``arms``, ``kind`` …) and none only a run config has."""
+    ours, theirs = set(RunConfig.model_fields), set(SweepConfig.model_fields)
+    return bool(data.keys() & (theirs - ours)) and not data.keys() & (ours - theirs)
+
+
+def load_run_config_file(path: str | Path, overrides: dict | None = None) -> RunConfig:
+    """:func:`~yamblab.training.config.load_run_config`, telling a sweep spec given in its place
+    apart by what it is (``yamblab train -c experiments/…``).
+
+    Raises:
+        ConfigError: the file's problems, or that it is a sweep spec and how to run it.
+    """
+    import shlex
+
+    from yamblab.training.config import load_run_config
+
+    try:
+        return load_run_config(path, overrides)
+    except ConfigError:
+        try:
+            spec = is_sweep_spec(read_yaml(path))
+        except ConfigError:
+            spec = False
+        if spec:
+            raise ConfigError(f"{path} is a sweep spec; yamblab train takes a run config (configs/...), or run "
+                              f"it with yamblab sweep {shlex.quote(str(path))}") from None
+        raise
 
 
 def load_sweep(path: str | Path, storage: str | None = None,
@@ -353,11 +395,28 @@ def load_sweep(path: str | Path, storage: str | None = None,
     Raises:
         ConfigError: a bad key anywhere, naming the file (and the arm) where it is.
     """
+    import shlex
+
     path = Path(path)
     data = read_yaml(path)
-    if overrides:
-        data = _override_spec(data, overrides)
-    spec = validate(SweepConfig, data, f"{path} (with --set)" if overrides else str(path))
+    # where the command line's --set options went: the spec's own keys, and the run settings of
+    # its `overrides`, arms and branch_from.overrides (named as typed when they are wrong)
+    placed: dict[str, list[str]] = {}
+    typed = isinstance(overrides, SetOptions)
+    spec_data = _override_spec(data, overrides, placed) if overrides else data
+    origin = overrides.origin if typed else None
+
+    def typed_in(place: str) -> dict[str, tuple[str, str]] | None:
+        return {k: (origin, place + ".") for k in placed.get(place, ())} if typed else None
+
+    try:
+        spec = validate(SweepConfig, spec_data, f"{path} (with --set)" if overrides else str(path),
+                        {str(k): (origin, "") for k in overrides} if typed else None)
+    except ConfigError:
+        if is_run_config(data):
+            raise ConfigError(f"{path} is a run config; yamblab sweep takes a sweep spec (experiments/...), or run "
+                              f"it with yamblab train -c {shlex.quote(str(path))}") from None
+        raise
     if storage:
         spec = spec.model_copy(update={"storage": storage})
     if spec.branch_from is not None and spec.branch_from.checkpoint is not None:
@@ -369,7 +428,13 @@ def load_sweep(path: str | Path, storage: str | None = None,
     if not base_path.is_absolute():
         cand = path.parent / base_path
         base_path = cand if cand.exists() else base_path
-    base = load_run_config(base_path)
+    try:
+        base = load_run_config(base_path)
+    except ConfigError:
+        if base_path.is_file() and is_sweep_spec(read_yaml(base_path)):
+            raise ConfigError(f"{path}: base: {base_path} is a sweep spec; `base` names the run config every "
+                              "trial starts from (configs/...)") from None
+        raise
 
     def fits(cfg: RunConfig, where: str) -> None:
         try:
@@ -378,19 +443,21 @@ def load_sweep(path: str | Path, storage: str | None = None,
             raise ConfigError(f"{where}: a trial's actors do not fit its trial_cpus ({spec.trial_cpus:g}): {exc}; "
                               "lower runtime.*_cpus in `overrides` or raise trial_cpus") from None
 
-    spec.judge_modes(base)          # each arm's judged mode is graded by its trials and the baseline's
-    base = apply_overrides(base, spec.overrides, source=f"{path}: overrides")
-    trials = [(base, f"{path}: overrides")]
+    # every run setting first, each named where it is written (`overrides`, an arm, a --set
+    # option), with the nearest valid key for an unknown one
+    plain = apply_overrides(base, spec.overrides, source=f"{path}: overrides", typed=typed_in("overrides"))
+    trials = [(plain, f"{path}: overrides")]
     if spec.kind == "grid":
         for arm, ov in spec.arm_overrides().items():
             for seed in spec.seeds:
-                trials.append((apply_overrides(base, {**ov, "train.seed": seed}, source=f"{path}: arms.{arm}"),
-                               f"{path}: arms.{arm}"))
+                trials.append((apply_overrides(plain, {**ov, "train.seed": seed}, source=f"{path}: arms.{arm}",
+                                               typed=typed_in(f"arms.{arm}")), f"{path}: arms.{arm}"))
     else:
         for key, rng in spec.params.items():
             for place, probe in rng.probes():
                 where = f"{path}: params.{key} ({place} = {probe!r})"
-                trials.append((apply_overrides(base, {key: probe}, source=where), where))
+                trials.append((apply_overrides(plain, {key: probe}, source=where), where))
+    spec.judge_modes(base)          # each arm's judged mode is graded by its trials and the baseline's
     for cfg, where in trials:
         fits(cfg, where)
-    return spec, base
+    return spec, plain

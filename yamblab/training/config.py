@@ -30,7 +30,7 @@ from yamblab.errors import ConfigError, YamblabError
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.model.config import PRESETS, ModelConfig
 from yamblab.search.decision_set import SOLVER_LOSSES
-from yamblab.training.configio import deep_update, read_yaml, validate
+from yamblab.training.configio import deep_update, read_yaml, typed_keys, validate, with_new_sections
 
 #: The fixed evaluation dice: every run and every arm is evaluated on these games.
 EVAL_SEED = 20_261_130
@@ -514,16 +514,22 @@ class RunConfig(BaseModel):
 def load_run_config(path: str | Path, overrides: dict | None = None) -> RunConfig:
     """Read and validate a run config file, with optional dotted-key overrides.
 
+    Args:
+        overrides: ``{"train.lr": 3e-4}``; the command line's ``--set`` options
+            (:class:`~yamblab.training.configio.SetOptions`) are named as typed when they are
+            wrong (``--set train.lrr: unknown key (did you mean train.lr?)``).
+
     Raises:
-        ConfigError: naming the file and each bad key.
+        ConfigError: naming the file (or the ``--set`` option) and each bad key; or saying that
+            the file is a sweep spec, in one line.
     """
     data = read_yaml(path)
-    if overrides:
-        data = deep_update(data, overrides)
-    return validate(RunConfig, data, str(path))
+    return validate(RunConfig, deep_update(data, overrides) if overrides else data, str(path),
+                    with_new_sections(typed_keys(overrides), data))
 
 
-def apply_overrides(base: RunConfig, overrides: dict, source: str = "overrides") -> RunConfig:
+def apply_overrides(base: RunConfig, overrides: dict, source: str = "overrides",
+                    typed: dict[str, tuple[str, str]] | None = None) -> RunConfig:
     """A copy of ``base`` with dotted-key ``overrides`` (``{"train.lr": 3e-4}``), validated.
 
     A new ``size`` takes the new preset's network shape: the model fields that still hold the
@@ -531,14 +537,18 @@ def apply_overrides(base: RunConfig, overrides: dict, source: str = "overrides")
     keys among ``overrides``, are kept).
 
     Raises:
-        ConfigError: an unknown key or a bad value, naming ``source``.
+        ConfigError: an unknown key (with the nearest valid one) or a bad value, naming
+            ``source``, or the key as typed for the command line's ``--set`` options
+            (:class:`~yamblab.training.configio.SetOptions`) and the keys of ``typed``
+            (:func:`~yamblab.training.configio.validate`: a sweep spec's settings from ``--set``).
     """
     data = base.model_dump(mode="json")
     size = overrides.get("size")
     if isinstance(size, str) and size != base.size:
         old = PRESETS.get(base.size, {})
         data["model"] = {k: v for k, v in data["model"].items() if not (k in old and v == old[k])}
-    return validate(RunConfig, deep_update(data, overrides), source)
+    return validate(RunConfig, deep_update(data, overrides), source,
+                    with_new_sections(typed if typed is not None else typed_keys(overrides), data))
 
 
 def solver_graded(cfg: RunConfig) -> list[str]:

@@ -1,12 +1,16 @@
-"""kill -9 at random moments, repeatedly: the driver of ``yamblab train`` and of ``yamblab sweep``
-(its whole process group) is killed at seeded random moments and the command run again each
-time, until it finishes; the result must equal an undisturbed run's.
+"""kill -9 at random moments, repeatedly: the driver of ``yamblab train`` (its roles in process,
+and as Ray actors) and of ``yamblab sweep`` (its whole process group) is killed at seeded random
+moments and the command run again each time, until it finishes; the result must equal an
+undisturbed run's.
 
 A kill point is an event seen from outside the driver and a delay after it: the command's start,
 the k-th checkpoint written in this attempt, a checkpoint being written (its temporary file is
 there), the k-th write to a sweep's Optuna journal, or a sweep trial's plots reaching MLflow (the
-trial is finishing). After each kill every process of the driver's tree (a sweep's local Ray
-cluster and trial actors) must be gone.
+trial is finishing). After each kill every process of the driver's tree (a sweep's or a training
+run's local Ray cluster and its actors) must be gone, and so must every process the attempt
+started wherever it went: each carries the attempt's mark in its environment (Ray's actor
+processes sit in process groups of their own, which the kill of the driver's group does not
+reach, and are left to init when their raylet dies).
 
 Then, against the undisturbed run: the same table digit for digit (a sweep) and the same metric
 at every step (a training run, and every trial of the sweep; timings aside); one MLflow run per
@@ -44,6 +48,11 @@ ATTEMPT = re.compile(r"^traffic\.")
 TRAIN = ["--set", "runtime.actors=in_process", "--set", "runtime.max_policy_lag=0",
          "--set", "runtime.iterations=6", "--set", "runtime.eval_games=8",
          "--set", "train.games_per_iteration=8"]
+#: the same run with its roles as Ray actors (the default) of a local Ray cluster: no policy lag
+#: and one self-play worker make the Ray loop repeat itself digit for digit (see its test)
+TRAIN_RAY = ["--set", "runtime.actors=ray", "--set", "runtime.workers=1", "--set", "runtime.max_policy_lag=0",
+             "--set", "runtime.iterations=6", "--set", "runtime.eval_games=8",
+             "--set", "train.games_per_iteration=8"]
 SWEEP = f"""name: kill9
 kind: grid
 base: {ROOT / 'configs' / 'yahtzee-tiny.yaml'}
@@ -59,6 +68,8 @@ parallel: 2
 trial_cpus: 1
 """
 REPORT: dict = {}
+#: the environment variable that marks the processes of an attempt (its value: the attempt's log)
+MARK = "YAMBLAB_KILL9_ATTEMPT"
 
 
 # ------------------------------------------------------------------ processes
@@ -98,6 +109,35 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
     except OSError:
         return "?"
+
+
+def _pgid(pid: int) -> int | str:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return "?"
+
+
+def _marked(mark: str, ray_tmp: str | None = None) -> dict[int, tuple[int, str]]:
+    """The live processes that inherited ``MARK=mark`` (every process an attempt started, Ray's
+    included, whatever its parent, process group or session now), and those whose command line
+    names ``ray_tmp`` (the Ray session folders of the test's attempts: a Ray process that lost
+    the mark with its environment): pid -> (process group, command line)."""
+    needle = f"\0{MARK}={mark}\0".encode()
+    named = ray_tmp.rstrip("/").encode() + b"/" if ray_tmp else None
+    out = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if needle not in b"\0" + (d / "environ").read_bytes() and \
+                        (named is None or named not in (d / "cmdline").read_bytes()):
+                    continue
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != "Z":
+                out[int(d.name)] = (int(fields[2]), _cmdline(int(d.name)))
+    return out
 
 
 # ------------------------------------------------------------------ events
@@ -192,13 +232,17 @@ class Watch:
 def _attempt(cmd: list[str], cwd: Path, env: dict, log: Path, point: Point | None, watch: Watch,
              timeout: float = 400) -> dict:
     """Run ``cmd`` in a process group of its own; kill the group at ``point`` (None: let it
-    finish), then wait for every process of its tree to be gone.
+    finish), then wait for every process of its tree, and every process marked as the
+    attempt's (:data:`MARK`), to be gone.
 
     Returns:
         ``rc`` (None when killed), ``killed``, ``at_s`` (seconds after the launch),
-        ``first_checkpoint_s``, ``processes`` (of the tree) and ``gone_s`` (how long they took
-        to vanish after the kill).
+        ``first_checkpoint_s``, ``processes`` (of the tree), ``outside_group`` (the command
+        lines of the attempt's processes the kill of the driver's group did not reach: process
+        groups of their own) and ``gone_s`` (how long they all took to vanish after the kill).
     """
+    mark, ray_tmp = str(log.resolve()), env.get("RAY_TMPDIR")
+    env = {**env, MARK: mark}
     watch.reset()
     t0 = time.monotonic()
     with open(log, "w") as out:
@@ -231,14 +275,17 @@ def _attempt(cmd: list[str], cwd: Path, env: dict, log: Path, point: Point | Non
         raise
     killed = proc.returncode == -signal.SIGKILL
     at = time.monotonic() - t0
+    outside = sorted((c.split() or ["?"])[0] for g, c in _marked(mark, ray_tmp).values() if g != proc.pid) \
+        if killed else []
     gone = time.monotonic()
-    while _living(tree) and time.monotonic() - gone < 60:
+    while (_living(tree) or _marked(mark, ray_tmp)) and time.monotonic() - gone < 60:
         time.sleep(0.2)
-    left = _living(tree)
-    assert not left, "processes of the killed driver still running 60 s later: " + \
-        "; ".join(f"{p} {_cmdline(p)}" for p in sorted(left))
+    left = {p: (_pgid(p), _cmdline(p)) for p in _living(tree)} | _marked(mark, ray_tmp)
+    assert not left, f"processes of the {'killed' if killed else 'finished'} driver still running 60 s later: " + \
+        "; ".join(f"{p} (process group {g}) {c}" for p, (g, c) in sorted(left.items()))
     return {"rc": None if killed else proc.returncode, "killed": killed, "at_s": round(at, 2),
-            "first_checkpoint_s": first_ckpt, "processes": len(tree), "gone_s": round(time.monotonic() - gone, 2)}
+            "first_checkpoint_s": first_ckpt, "processes": len(tree), "outside_group": outside,
+            "gone_s": round(time.monotonic() - gone, 2)}
 
 
 def _stood(kind: str, folder: Path) -> str:
@@ -273,9 +320,10 @@ def _env(ray_tmp: str) -> dict:
     return env
 
 
-def _cmd(kind: str, folder: Path) -> list[str]:
+def _cmd(kind: str, folder: Path, train: list[str] = TRAIN) -> list[str]:
     """The command to (re)run in ``folder``: a sweep's is always the same; a training run's is
-    the resume command the run printed when it started, else the first one."""
+    the resume command the run printed when it started, else the first one (with ``train``'s
+    settings)."""
     yamblab = [sys.executable, "-m", "yamblab.cli.main"]
     if kind == "sweep":
         return [*yamblab, "sweep", str(folder / "kill9.yaml")]
@@ -283,21 +331,23 @@ def _cmd(kind: str, folder: Path) -> list[str]:
         m = re.search(r"resume with: yamblab train --resume (\S+)", log.read_text())
         if m:
             return [*yamblab, "train", "--resume", m.group(1)]
-    return [*yamblab, "train", "-c", str(ROOT / "configs" / "yahtzee-tiny.yaml"), *TRAIN]
+    return [*yamblab, "train", "-c", str(ROOT / "configs" / "yahtzee-tiny.yaml"), *train]
 
 
-def _chain(kind: str, folder: Path, points: list[Point], env: dict, startup_s: float = 0.0) -> list[dict]:
+def _chain(kind: str, folder: Path, points: list[Point], env: dict, startup_s: float = 0.0,
+           train: list[str] = TRAIN) -> list[dict]:
     """Run the command in ``folder``, killing it at each of ``points`` in turn, then once more
     to the end; returns the attempts. An attempt that finishes before its kill point ends the
     chain (the points left are returned unused: the attempts killed are the first ones).
-    ``startup_s``: the time to a first checkpoint, before an attempt of the chain says it."""
+    ``startup_s``: the time to a first checkpoint, before an attempt of the chain says it;
+    ``train``: a training run's settings."""
     folder.mkdir(parents=True, exist_ok=True)
     if kind == "sweep":
         (folder / "kill9.yaml").write_text(SWEEP)
     watch = Watch(folder)
     attempts = []
     for i, point in enumerate([*points, None]):
-        cmd = _cmd(kind, folder)
+        cmd = _cmd(kind, folder, train)
         log = folder / f"attempt-{i:02d}.log"
         if point is not None and point.event == "start":
             point.delay = point.share * startup_s
@@ -306,7 +356,7 @@ def _chain(kind: str, folder: Path, points: list[Point], env: dict, startup_s: f
         text = log.read_text()
         m = re.search(r"\(iteration \d+ of \d+\)", text) or re.search(r"resuming: \d+ finished trials kept", text)
         res.update(attempt=i, point=str(point or "none"), command=" ".join(cmd[3:5]),
-                   began=m.group(0) if m else ("a new run" if kind == "train" else "a new sweep"))
+                   began=m.group(0) if m else ("nothing (killed first)" if kind == "train" else "a new sweep"))
         attempts.append(res)
         if res["killed"]:
             res["stood"] = _stood(kind, folder)
@@ -319,14 +369,14 @@ def _chain(kind: str, folder: Path, points: list[Point], env: dict, startup_s: f
 
 
 def _chains(kind: str, tmp_path: Path, points: list[Point], env: dict,
-            startup_s: float) -> list[tuple[Path, list[dict]]]:
+            startup_s: float, train: list[str] = TRAIN) -> list[tuple[Path, list[dict]]]:
     """:func:`_chain` in fresh folders until every kill point has killed an attempt (a point
     a chain's run finishes before goes to the next chain, with the points after it)."""
     out, todo = [], list(points)
     while todo:
         assert len(out) < 3, f"{kind}: {len(todo)} kill points left unreached after three fresh runs"
         folder = tmp_path / f"killed-{len(out)}"
-        attempts = _chain(kind, folder, todo, env, startup_s)
+        attempts = _chain(kind, folder, todo, env, startup_s, train)
         out.append((folder, attempts))
         todo = todo[sum(a["killed"] for a in attempts):]
     return out
@@ -360,8 +410,9 @@ def _show(kind: str, chains: list[tuple[Path, list[dict]]]) -> None:
     for n, (_, attempts) in enumerate(chains):
         for a, nxt in zip(attempts, attempts[1:] + [None]):
             if a["killed"]:
+                apart = f", {len(a['outside_group'])} in groups of their own" if a["outside_group"] else ""
                 print(f"  {n}.{a['attempt']:<2d} {a['point']:<20} killed at {a['at_s']:5.1f} s ({a['stood']}; "
-                      f"{a['processes']} processes, gone in {a['gone_s']:.1f} s); rerun: {nxt['began']}")
+                      f"{a['processes']} processes{apart}, gone in {a['gone_s']:.1f} s); rerun: {nxt['began']}")
             else:
                 print(f"  {n}.{a['attempt']:<2d} {a['point']}: finished in {a['at_s']:.1f} s")
 
@@ -446,17 +497,17 @@ def test_a_writer_killed_mid_write_leaves_no_temporary_file_for_long(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["checkpoint.pt", live.name, other.name])
 
 
-@pytest.mark.slow
-def test_train_killed_at_14_moments_ends_as_if_undisturbed(tmp_path, env):
-    """``yamblab train`` (in-process roles, 6 iterations) killed at 14 moments."""
+def _killed_train(tmp_path: Path, env: dict, points: list[Point], train: list[str], name: str) -> None:
+    """An undisturbed ``yamblab train`` with ``train``'s settings, then the same killed at
+    ``points``; the killed runs must end as the undisturbed one (reported as ``name``)."""
     from yamblab.model.checkpoint import load_checkpoint
 
     t0 = time.monotonic()
-    ref = _chain("train", tmp_path / "ref", [], env)
+    ref = _chain("train", tmp_path / "ref", [], env, train=train)
     t1 = time.monotonic()
-    chains = _chains("train", tmp_path, _points("train", random.Random(9), 14), env, ref[0]["first_checkpoint_s"])
-    _show("train", chains)
-    _record("train", undisturbed_s=round(t1 - t0, 1), killed_s=round(time.monotonic() - t1, 1),
+    chains = _chains("train", tmp_path, points, env, ref[0]["first_checkpoint_s"], train)
+    _show(name, chains)
+    _record(name, undisturbed_s=round(t1 - t0, 1), killed_s=round(time.monotonic() - t1, 1),
             chains=[a for _, a in chains])
 
     ref_runs = _runs(tmp_path / "ref")
@@ -471,6 +522,38 @@ def test_train_killed_at_14_moments_ends_as_if_undisturbed(tmp_path, env):
         assert len(runs_dirs) == 1, runs_dirs
         hist = json.loads(load_checkpoint(runs_dirs[0] / "checkpoint.pt")["history"])
         assert [h["iteration"] for h in hist] == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.slow
+def test_train_killed_at_14_moments_ends_as_if_undisturbed(tmp_path, env):
+    """``yamblab train`` (in-process roles, 6 iterations) killed at 14 moments."""
+    _killed_train(tmp_path, env, _points("train", random.Random(9), 14), TRAIN, "train")
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_train_with_ray_actors_killed_at_3_moments_ends_as_if_undisturbed(tmp_path, env):
+    """``yamblab train`` with its roles as Ray actors (``runtime.actors: ray``, the default: the
+    driver starts a local Ray cluster, each role an actor process of it; 6 iterations) killed at
+    3 moments: mid-write, in the start-up (Ray's included) and after a checkpoint.
+
+    ``runtime.max_policy_lag: 0`` and ``runtime.workers: 1`` make the Ray loop repeat itself
+    digit for digit (two undisturbed runs log the same metrics, timings aside). No policy lag:
+    every batch of games plays with the weights of all the iterations before it and every
+    evaluation is waited for at its iteration; with a lag, an evaluation that falls due while the
+    evaluator is busy waits for it, so which iterations are graded follows the machine's speed,
+    and a resumed run plays the batch that was playing ahead with newer weights than the
+    undisturbed run gave it. One worker: the games of an iteration are split into jobs by the
+    number of workers, which ``"auto"`` takes from the machine's CPUs (a different split plays
+    different games); one worker also makes this the in-process case's run, which logs the
+    same games (its learner's figures agree to float rounding only: another torch thread count).
+
+    The driver's process group is what is killed: Ray's worker processes (the actors) sit in
+    process groups of their own, out of its reach, and must go by themselves once their raylet
+    is dead; they are checked as every process of the attempt is (:func:`_attempt`). An actor
+    goes within a few seconds; a worker the raylet was still starting at the kill waits for the
+    dead GCS until Ray's ``py_gcs_connect_timeout_s`` (30 s) before it exits."""
+    _killed_train(tmp_path, env, _points("train", random.Random(15), 3), TRAIN_RAY, "train-ray")
 
 
 @pytest.mark.slow

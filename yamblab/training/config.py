@@ -159,8 +159,9 @@ class RuntimeConfig(BaseModel):
             objects in the driver's process, one after another (the serial loop only:
             ``max_policy_lag: 0``, one worker). A one-CPU sweep trial gains nothing from
             actors, and in process it saves starting five Python processes (about 8 s on a
-            2-core machine: ``benchmarks/trial_backend.py``). Both play the same games; the learner's figures agree to float rounding (its torch threads: the
-            driver's CPUs in process, its own CPUs as an actor).
+            2-core machine: ``benchmarks/trial_backend.py``). Both play the same games; the
+            learner's figures agree to float rounding (its torch threads: the driver's CPUs in
+            process, its own CPUs as an actor).
         exact_eval: grade the exact full-turn regret at every evaluation where it applies
             (:attr:`RunConfig.exact_evaluated`: about 3 s with the tiny network); false leaves
             it out (a sweep's arms that are not judged on it).

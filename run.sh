@@ -24,7 +24,7 @@ setup() {
   "$PY" -m pip install -q --upgrade pip setuptools wheel
   if ! "$PY" -c "import torch" 2>/dev/null; then
     if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-      "$PY" -m pip install -q "torch>=2.2,<3"
+      "$PY" -m pip install -q "torch>=2.4,<3"
     else
       # No GPU: take the CPU build (a bare 'torch' requirement would pull a multi-GB CUDA build).
       "$PY" -m pip install -q "torch==2.13.0" ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"}

@@ -437,10 +437,7 @@ class Tracker:
         quiet.setLevel(_logging.ERROR)
         try:
             with mlflow.start_run(run_id=run_id, nested=True):
-                try:
-                    mlflow.pytorch.log_model(model, name=name, serialization_format="pickle", pip_requirements=reqs)
-                except TypeError:  # MLflow 2
-                    mlflow.pytorch.log_model(model, artifact_path=name, pip_requirements=reqs)
+                mlflow.pytorch.log_model(model, name=name, serialization_format="pickle", pip_requirements=reqs)
         except Exception as exc:  # noqa: BLE001 - the run's other records must survive
             if is_disk_full(exc):
                 raise
@@ -450,11 +447,11 @@ class Tracker:
 
     def _has_model(self, run_id: str, name: str) -> bool:
         """Whether the run has a logged model called ``name`` already (False where the store
-        cannot say: MLflow 2)."""
+        cannot say: it is logged again)."""
         try:
             found = self.client.search_logged_models([self.experiment_id], filter_string=(
                 f"source_run_id = '{run_id}' AND name = '{name}'"), max_results=1)
-        except Exception:  # noqa: BLE001 - no logged-model search (MLflow 2): log it
+        except Exception:  # noqa: BLE001 - a store without logged-model search: log it
             return False
         return bool(found)
 

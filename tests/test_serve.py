@@ -268,6 +268,10 @@ def test_yamb_game_following_the_oracle_gives_nothing_away(client):
         moves.append(body["advice"][0]["move"])
     assert body["position"]["done"] and body["loss_total"] == pytest.approx(0, abs=1e-9)
     assert len(body["position"]["scores"]) == 13
+    # a hold that gives points away is charged to its keep, in the words every report uses
+    lost = client.post("/api/yamb/replay", json={"column": "up", "seed": 4, "moves": [{"hold": []}]}).json()
+    assert list(lost["loss_by_decision"]) == ["first keep", "second keep", "box"]
+    assert lost["loss_by_decision"]["first keep"] == pytest.approx(lost["loss_total"])
     r = client.post("/api/yamb/replay", json={"column": "down", "seed": 4, "moves": [{"row": "yamb"}]})
     assert r.status_code == 400 and "takes Ones next" in r.json()["detail"]
 

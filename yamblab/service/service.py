@@ -29,6 +29,7 @@ from yamblab.games.yahtzee.rules import (BOX_LABELS, BOX_NAMES, UPPER_BONUS_THRE
 from yamblab.oracle.yahtzee.advice import advise, card_position
 from yamblab.oracle.yahtzee.grading import DECISIONS, Grader
 from yamblab.oracle.yahtzee.table import OracleTable
+from yamblab.vocabulary import BOX, decision_names, keep_name
 
 __all__ = ["Service", "BASELINE_AGENTS", "parse_move"]
 
@@ -536,7 +537,7 @@ class Service:
         rules = oracle.rules
         batch = YambBatch(1, rules, seed=int(seed), first_game=int(game))
         graded = []
-        by = {"keep": 0.0, "row": 0.0}
+        by = dict.fromkeys(decision_names(rules.max_rolls), 0.0)     # the words every report uses
         for k, move in enumerate(moves):
             where = f"move {k + 1}"
             if batch.done[0]:
@@ -580,7 +581,7 @@ class Service:
                 held = sorted(dice[i] for i in range(len(dice)) if (h >> i) & 1)
                 label = "reroll all" if not held else "keep " + " ".join(map(str, held))
             batch.step(np.array([action]))
-            by["row" if name.startswith("score") else "keep"] += loss
+            by[BOX if name.startswith("score") else keep_name(roll)] += loss
             graded.append({"label": label, "move": move, "dice": dice, "loss": float(loss),
                            "best": ranked[0]["label"]})
         scores = batch.card[0, 0].tolist()

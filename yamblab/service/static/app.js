@@ -352,7 +352,7 @@ function mRender() {
   fin.hidden = !p.done;
   if (p.done) {
     fin.textContent = `Column total ${p.total}; you gave away ${fmt(d.loss_total)} points ` +
-      `(keeps ${fmt(d.loss_by_decision.keep)}, rows ${fmt(d.loss_by_decision.row)}); ` +
+      `(${Object.entries(d.loss_by_decision).map(([k, v]) => `${k} ${fmt(v)}`).join(", ")}); ` +
       `optimal play averages ${fmt(d.optimal_expected)}.`;
   }
 }

@@ -336,3 +336,17 @@ def test_a_resume_refuses_a_change_of_the_run_before_touching_its_folder(tmp_pat
     assert f"resume changes runtime.eval_every: {cfg.runtime.eval_every} -> 5" in res.output
     assert f"resume changes runtime.iterations: {cfg.runtime.iterations} -> 25" in res.output
     assert started[0].runtime.iterations == 25 and started[0].model == cfg.model
+
+
+def test_a_run_to_resume_that_is_not_there_is_named_where_it_was_looked_for(tmp_path, monkeypatch):
+    """`--resume runs/nosuch` used to say it looked for runs/runs/nosuch/checkpoint.pt."""
+    from typer.testing import CliRunner
+
+    from yamblab.cli.main import app
+
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["train", "--resume", "runs/nosuch"])
+    assert res.exit_code == 2 and "no run to resume at runs/nosuch: it holds no checkpoint.pt" in res.output
+    assert "runs/runs" not in res.output
+    res = CliRunner().invoke(app, ["train", "--resume", "nosuch"])
+    assert res.exit_code == 2 and "neither nosuch/ nor runs/nosuch/ holds" in res.output, res.output

@@ -37,11 +37,15 @@ def train(
         from yamblab.training.configio import validate
 
         run_dir = Path(resume)
-        if not _resumable(run_dir):
+        if not _resumable(run_dir) and len(run_dir.parts) == 1:     # a bare name: a run under runtime.run_dir
             base = load_run_config(config).runtime.run_dir if config else "runs"
-            run_dir = Path(base) / resume
+            if _resumable(Path(base) / resume):
+                run_dir = Path(base) / resume
+            else:
+                raise YamblabError(f"no run to resume named {resume}: neither {resume}/ nor {Path(base) / resume}/ "
+                                   f"holds a {CHECKPOINT} or config.yaml")
         if not _resumable(run_dir):
-            raise YamblabError(f"no run to resume at {resume} (looked for {run_dir / CHECKPOINT})")
+            raise YamblabError(f"no run to resume at {resume}: it holds no {CHECKPOINT} or config.yaml")
         if (run_dir / CHECKPOINT).exists():
             state = load_checkpoint(run_dir / CHECKPOINT)
             text, source, iteration = state["config"], str(run_dir / CHECKPOINT), int(state["iteration"])

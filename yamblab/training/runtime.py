@@ -72,13 +72,6 @@ def _torch_to_np(obj):
     return obj
 
 
-def _call(backend, role, method: str, *args):
-    """``role.method(*args)``'s value, ``role`` being one of ``backend``'s roles: a Ray actor
-    (:class:`RayBackend`) or the object itself (:class:`InProcessBackend`)."""
-    fn = getattr(role, method)
-    return backend.get(fn.remote(*args)) if hasattr(fn, "remote") else fn(*args)
-
-
 def _buffer_to_resume(state: dict, run_dir: Path) -> tuple[dict | None, tuple | None, list]:
     """How a run resumed from the checkpoint ``state`` gets its replay buffer:
     ``(buffer_state, replay, segments)``: the state the backend starts its buffer from (None: an
@@ -423,6 +416,10 @@ class RayBackend:
             if a is not None:
                 ray.kill(a)
 
+    def call(self, role, method: str, *args):
+        """``role.method(*args)``'s value, waited for (``role``: one of the run's actors)."""
+        return self.get(getattr(role, method).remote(*args))
+
     # -- the references the calls above return
     @staticmethod
     def get(ref):
@@ -529,6 +526,9 @@ class InProcessBackend(RayBackend):
 
     def shutdown(self) -> None:
         self.workers, self.buffer, self.learner, self.evaluator, self.oracle = [], None, None, None, None
+
+    def call(self, role, method: str, *args):
+        return getattr(role, method)(*args)
 
     @staticmethod
     def get(ref):
@@ -965,10 +965,10 @@ class TrainingRun:
         from yamblab.model.checkpoint import save_checkpoint
 
         backend, folder = self.backend, self.run_dir / REPLAY_DIR
-        learner_state = _call(backend, backend.learner, "state_dict")
-        buffer_state = _call(backend, backend.buffer, "state_dict", False)
+        learner_state = backend.call(backend.learner, "state_dict")
+        buffer_state = backend.call(backend.buffer, "state_dict", False)
         segments = save_replay(folder, buffer_state, self._segments,
-                               lambda first, n: _call(backend, backend.buffer, "positions", first, n)
+                               lambda first, n: backend.call(backend.buffer, "positions", first, n)
                                ) if keep_buffer else []
         payload = {
             "learner": learner_state, "buffer": {**buffer_state, "segments": segments},
@@ -1001,7 +1001,7 @@ class TrainingRun:
 
         backend = self.backend
         try:
-            load_replay(folder, buffer, lambda part: _call(backend, backend.buffer, "add", part))
+            load_replay(folder, buffer, lambda part: backend.call(backend.buffer, "add", part))
         except BaseException:
             backend.shutdown()
             raise

@@ -45,6 +45,11 @@ def _parse_sets(sets: list[str]) -> dict:
     return out
 
 
+def _rules_not_for_yamb(columns_flag: str = "--columns") -> YamblabError:
+    """``--rules`` given with ``--game yamb`` (the run config's own message is make_game's)."""
+    return YamblabError(f"--rules is a Yahtzee option; Yamb takes --preset (and {columns_flag})")
+
+
 def _unknown_game(game: str) -> YamblabError:
     from yamblab.errors import UnknownVariantError
 

@@ -9,8 +9,10 @@ from typing import Optional
 
 import typer
 
-from yamblab.cli.common import MAX_GAMES, MAX_SEED, RULES_HELP, _bad_choice, _rules, _unknown_game
+from yamblab.cli.common import (MAX_GAMES, MAX_SEED, RULES_HELP, _bad_choice, _rules, _rules_not_for_yamb,
+                                 _unknown_game)
 from yamblab.cli.user_errors import user_errors
+from yamblab.search.registry import DEPTHS
 from yamblab.errors import YamblabError
 
 
@@ -55,11 +57,11 @@ def grade(
     if game not in ("yahtzee", "yamb"):
         raise _unknown_game(game)
     if game == "yamb" and rules is not None:
-        raise YamblabError("--rules is a Yahtzee option; Yamb takes --preset (and --columns)")
+        raise _rules_not_for_yamb()
     if game == "yahtzee" and (preset is not None or columns is not None):
         raise YamblabError("--preset and --columns are Yamb options (with --game yamb)")
-    if depth is not None and depth not in ("none", "one_step", "full_turn"):
-        raise _bad_choice("search depth", depth, ["none", "one_step", "full_turn"])
+    if depth is not None and depth not in DEPTHS:
+        raise _bad_choice("search depth", depth, list(DEPTHS))
     if checkpoint is not None:
         if agent not in (None, "search"):
             raise YamblabError(f"--checkpoint plays the search agent on its network; drop --agent {agent}")

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from yamblab.cli.common import RULES_HELP, _bad_choice, _rules, _unknown_game
+from yamblab.cli.common import RULES_HELP, _bad_choice, _rules, _rules_not_for_yamb, _unknown_game
 from yamblab.cli.user_errors import user_errors
 from yamblab.errors import YamblabError
 
@@ -37,7 +37,7 @@ def oracle_build(
     """
     if game == "yamb":
         if rules is not None:
-            raise YamblabError("--rules is a Yahtzee option; Yamb takes --preset (and --column)")
+            raise _rules_not_for_yamb("--column")
         if rebuild or cache_dir is not None:
             raise YamblabError("--rebuild and --cache-dir are Yahtzee options: a Yamb column's "
                                "solution is not cached")
@@ -121,7 +121,7 @@ def advise(
         raise _unknown_game(game)
     if game == "yamb":
         if rules is not None:
-            raise YamblabError("--rules is a Yahtzee option; Yamb takes --preset (and --columns)")
+            raise _rules_not_for_yamb()
         _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, checkpoint, top)
         return
     yamb_only = [name for name, v in (("--preset", preset), ("--columns", columns), ("--announced", announced),

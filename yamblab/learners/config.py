@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from yamblab.search.registry import Depth
+
 
 def half_cosine(progress: float) -> float:
     """The weight ``(1 + cos πp) / 2`` of a half-cosine schedule (Loshchilov & Hutter 2017, SGDR,
@@ -42,7 +44,7 @@ class SearchConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    depth: Literal["none", "one_step", "full_turn"] = "full_turn"
+    depth: Depth = "full_turn"
     leaf_chunk: int = Field(16384, ge=1, le=1 << 22)
 
 

@@ -30,6 +30,7 @@ from yamblab.errors import ConfigError, YamblabError
 from yamblab.learners.config import SearchConfig, TrainConfig
 from yamblab.model.config import PRESETS, ModelConfig
 from yamblab.search.decision_set import SOLVER_LOSSES
+from yamblab.search.registry import DEPTHS, Depth
 from yamblab.training.configio import deep_update, read_yaml, typed_keys, validate, with_new_sections
 
 #: The fixed evaluation dice: every run and every arm is evaluated on these games.
@@ -188,8 +189,8 @@ class RuntimeConfig(BaseModel):
     eval_early: EarlyEvaluations | None = None
     eval_games: int = Field(200, ge=1, le=10_000_000)
     eval_seed: int = Field(EVAL_SEED, ge=0, lt=2**63)
-    eval_depth: Literal["search", "none", "one_step", "full_turn"] = "search"
-    eval_modes: dict[Literal["none", "one_step", "full_turn"], Annotated[int, Field(ge=1, le=10_000_000)]] = {}
+    eval_depth: Literal[("search", *DEPTHS)] = "search"
+    eval_modes: dict[Depth, Annotated[int, Field(ge=1, le=10_000_000)]] = {}
     snapshots: bool = False
     solver_eval: bool = False
     solver_games: int = Field(600, ge=1, le=1_000_000)
@@ -432,8 +433,6 @@ class RunConfig(BaseModel):
                 raise ValueError("model.boundary_features: 'card_middle' reads Yamb's middle term; "
                                  "use 'yahtzee' or 'card' for Yahtzee")
         else:
-            if self.rules is not None:
-                raise ValueError("`rules` is a Yahtzee option; Yamb takes `preset` (and `columns`)")
             if self.train.distill_oracle:
                 raise ValueError("train.distill_oracle needs Yahtzee's oracle table; Yamb has none")
             if self.train.random_state_samples:
@@ -444,7 +443,7 @@ class RunConfig(BaseModel):
                 raise ValueError("model.boundary_features: 'yahtzee' reads a Yahtzee card; "
                                  "use 'card' or 'card_middle' for Yamb")
         try:
-            game = make_game(self.game, None if self.game == "yamb" else self.rules, self.preset, self.columns)
+            game = make_game(self.game, self.rules, self.preset, self.columns)
         except YamblabError as exc:
             raise ValueError(str(exc)) from None
         if self.runtime.solver_eval and not game.solved:

@@ -364,7 +364,7 @@ class Evaluator:
                        "yardsticks": {"greedy": self._greedy[:n_games]}}
         service = self.service
         if service is not None:           # a table game: each decision graded by the oracle service
-            from yamblab.oracle.yahtzee.grading import decision_kinds
+            from yamblab.oracle.registry import service_regret_fn
 
             if isinstance(service, OracleService):    # the run's roles share one process
                 grade_fn = service.grade
@@ -374,16 +374,7 @@ class Evaluator:
                 def grade_fn(*args):
                     return ray.get(service.grade.remote(*args))
 
-            def regret_fn(batch, actions):
-                live = batch.turn < 13
-                idx = np.flatnonzero(live)
-                regret = np.zeros(batch.n)
-                if idx.size:
-                    regret[idx] = grade_fn(batch.boundary_states()[idx], batch.roll_indices()[idx],
-                                           batch.rolls_left[idx], batch.hold_keeps()[idx], np.asarray(actions)[idx])
-                return regret, decision_kinds(actions, batch.rolls_left, live)
-
-            options["regret_fn"] = regret_fn
+            options["regret_fn"] = service_regret_fn(self.game, grade_fn)
         return grade_game(agent, self.game, games=n_games, seed=rt.eval_seed, **options)
 
 

@@ -17,8 +17,16 @@ GRADERS: dict[str, str] = {
 
 #: games whose whole game one cached table solves (every boundary state's value), so that the
 #: oracle service can grade each decision and full-turn search on a boundary head has an exact
-#: score (Yahtzee's :class:`~yamblab.oracle.yahtzee.table.OracleTable`)
-TABLE_GAMES = ("yahtzee",)
+#: score (Yahtzee's :class:`~yamblab.oracle.yahtzee.table.OracleTable`), each with the
+#: "module:function" that makes its grader's ``regret_fn`` from the service's grading call
+TABLE_GAMES: dict[str, str] = {"yahtzee": "yamblab.oracle.yahtzee.grading:service_regret_fn"}
+
+
+def service_regret_fn(game, grade):
+    """The ``regret_fn`` option of ``game``'s grader when the oracle service's ``grade`` call
+    grades each decision (a game of :data:`TABLE_GAMES`)."""
+    module, fn = TABLE_GAMES[game.name].split(":")
+    return getattr(importlib.import_module(module), fn)(grade)
 
 
 def has_table(game) -> bool:
@@ -54,4 +62,4 @@ def grade_game(agent, game, games: int, seed: int = 0, **options):
     return getattr(importlib.import_module(module), fn)(agent, game, games=games, seed=seed, **options)
 
 
-__all__ = ["GRADERS", "TABLE_GAMES", "has_table", "grade_game"]
+__all__ = ["GRADERS", "TABLE_GAMES", "has_table", "grade_game", "service_regret_fn"]

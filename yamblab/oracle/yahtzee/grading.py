@@ -66,6 +66,24 @@ def decision_kinds(actions, rolls_left, live) -> np.ndarray:
     return decision
 
 
+def service_regret_fn(grade):
+    """The ``regret_fn`` of :func:`grade_game` when an oracle service grades the decisions:
+    ``grade(states, rolls, rolls_left, keeps, actions)`` is its :func:`grade_decisions` (called
+    in process or through Ray), asked only for the decisions of unfinished games."""
+    from yamblab.games.yahtzee.rules import N_BOXES
+
+    def regret_fn(batch, actions):
+        live = batch.turn < N_BOXES
+        idx = np.flatnonzero(live)
+        regret = np.zeros(batch.n)
+        if idx.size:
+            regret[idx] = grade(batch.boundary_states()[idx], batch.roll_indices()[idx],
+                                batch.rolls_left[idx], batch.hold_keeps()[idx], np.asarray(actions)[idx])
+        return regret, decision_kinds(actions, batch.rolls_left, live)
+
+    return regret_fn
+
+
 def grade_decisions(table: OracleTable, states: np.ndarray, rolls: np.ndarray, rolls_left: np.ndarray,
                     keeps: np.ndarray, actions: np.ndarray) -> np.ndarray:
     """Regret of a batch of recorded decisions (for the oracle service).

@@ -65,7 +65,8 @@ def ray_head(tmp_path_factory):
     (home / ".ray" / "auth_token").write_text("a" * 32)
     port = _free_port()
     env = {**os.environ, "HOME": str(home), "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_ADDRESS", None)
+    for var in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        env.pop(var, None)
     ray = shutil.which("ray", path=os.path.dirname(sys.executable))
     proc = subprocess.Popen([ray, "start", "--head", "--block", f"--port={port}", "--num-cpus=1",
                              "--include-dashboard=false", f"--temp-dir={tmp_path_factory.mktemp('ray')}"],
@@ -87,13 +88,21 @@ def ray_head(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("token,named", [(None, "it wants a token"), ("b" * 32, "it refused this machine's token")])
-def test_a_cluster_that_refuses_the_driver_is_named_within_15_seconds(tmp_path, ray_head, token, named):
+@pytest.mark.parametrize("token,mode,named", [
+    (None, None, "it wants a token"), ("b" * 32, None, "it refused this machine's token"),
+    (None, "token", "RAY_AUTH_MODE is token but this machine has no token")])
+def test_a_cluster_that_refuses_the_driver_is_named_within_15_seconds(tmp_path, ray_head, token, mode, named,
+                                                                      monkeypatch):
     """Joining a token-authenticated cluster without its token, or with another one: Ray itself
-    retried for 20 s, then raised a ConnectionError traceback."""
-    env = {"HOME": str(tmp_path), "RAY_AUTH_TOKEN_PATH": str(tmp_path / "none")}
+    retried for 20 s, then raised a ConnectionError traceback (with RAY_AUTH_MODE=token and no
+    token: an AuthenticationError traceback at once)."""
+    for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    env = {"HOME": str(tmp_path)}
     if token:
         env["RAY_AUTH_TOKEN"] = token
+    if mode:
+        env["RAY_AUTH_MODE"] = mode
     code, out, took = _yamblab("train", "-c", TINY, "--address", ray_head, cwd=tmp_path, env=env)
     assert code == 2 and named in out and "RAY_AUTH_TOKEN" in out and "Traceback" not in out, out
     assert took < 15, f"{took:.1f} s"

@@ -87,8 +87,13 @@ def _join(address: str) -> None:
     sent_token = _token_mode()
     before = os.environ.get("RAY_gcs_server_port_wait_time_s")
     os.environ["RAY_gcs_server_port_wait_time_s"] = before or str(GCS_TRIES)
+    from ray.exceptions import AuthenticationError
+
     try:
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+    except AuthenticationError:      # RAY_AUTH_MODE=token, and no token on this machine
+        raise ClusterError(f"cannot join the Ray cluster at {address}: RAY_AUTH_MODE is token but this machine "
+                           "has no token; give the head's (`ray get-auth-token` there) in RAY_AUTH_TOKEN") from None
     except (ConnectionError, RuntimeError) as exc:
         raise ClusterError(_join_failure(address, exc, sent_token)) from None
     finally:

@@ -23,10 +23,11 @@ class ClusterError(YamblabError, ConnectionError):
     another Ray version. The message names the address and what to do."""
 
 
-def init_ray(address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None) -> None:
+def init_ray(address: str | None = None, num_cpus: int | None = None, num_gpus: int | None = None) -> bool:
     """Start a local Ray cluster, or connect to ``address`` (e.g. ``"auto"``, ``"ray://host:10001"``).
 
-    Does nothing if Ray is already initialised in this process.
+    Returns whether it did: False (and nothing done) where Ray is already initialised in this
+    process, whose owner then shuts it down.
     """
     import signal
     import threading
@@ -34,7 +35,7 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, num_gpus: 
     import ray
 
     if ray.is_initialized():
-        return
+        return False
     # Ray's driver sets a SIGTERM handler that exits at once; one that makes SIGTERM take
     # Ctrl-C's path (yamblab.cli.common.interrupt_on_sigterm) is kept
     main = threading.current_thread() is threading.main_thread()
@@ -44,6 +45,7 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, num_gpus: 
     finally:
         if keep:
             signal.signal(signal.SIGTERM, signal.default_int_handler)
+    return True
 
 
 def _init(address: str | None, num_cpus: int | None, num_gpus: int | None) -> None:

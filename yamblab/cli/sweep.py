@@ -45,17 +45,19 @@ def sweep(
     t0 = time.perf_counter()
     sp, base = load_sweep(spec, storage, _parse_sets(set_) if set_ else None)
     from yamblab.atomic import check_writable
-    from yamblab.training.tracking import check_store_writable
+    from yamblab.training.tracking import DEFAULT_TRACKING_URI, check_sqlite_store, check_store_writable
 
     # the places a sweep writes, named at once
     check_writable(Path(base.runtime.run_dir), "the trials' run folders")
     if sp.storage_url().startswith("journal:"):
         check_writable(Path(sp.storage_url()[len("journal:"):]).parent, "the Optuna journal")
     check_store_writable(tracking_uri or sp.tracking_uri)
+    check_sqlite_store(tracking_uri or sp.tracking_uri or DEFAULT_TRACKING_URI)
+    joined = False
     if address is not None:      # a cluster that cannot be joined is named before any study or MLflow run
         from yamblab.actors.cluster import init_ray
 
-        init_ray(address)
+        joined = init_ray(address)
     sw = None
     on_term = interrupt_on_sigterm()      # a scheduler's stop takes Ctrl-C's path
     try:
@@ -72,7 +74,7 @@ def sweep(
         raise typer.Exit(130) from None
     finally:
         on_term()
-        if address is not None:
+        if joined:
             import ray
 
             ray.shutdown()

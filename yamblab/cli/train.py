@@ -64,22 +64,23 @@ def train(
             raise YamblabError("give --config configs/NAME.yaml (or --resume RUN)")
         cfg = load_run_config(config, _parse_sets(set_))
     from yamblab.atomic import check_writable
-    from yamblab.training.tracking import check_store_writable
+    from yamblab.training.tracking import DEFAULT_TRACKING_URI, check_sqlite_store, check_store_writable
 
-    # places the run writes, named at once
+    # places the run writes, named at once (a damaged MLflow database too)
     check_writable(run_dir if resume else Path(cfg.runtime.run_dir), "the run folder" if resume else "run folders")
     check_store_writable(tracking_uri or cfg.tracking.uri)
+    check_sqlite_store(tracking_uri or cfg.tracking.uri or DEFAULT_TRACKING_URI)
     # roles that all live in this process (runtime.actors: in_process) need no Ray cluster; one
     # that cannot be joined is named here, before any run folder or MLflow run exists
-    started = cfg.runtime.actors == "ray" or address is not None
+    started = False      # whether this command started (or joined) Ray, and so shuts it down
     # SIGTERM (kill, a scheduler's stop) takes Ctrl-C's path: the run is marked KILLED and the
     # last checkpoint named (init_ray keeps this handler over Ray's, which exits at once)
     on_term = interrupt_on_sigterm()
     try:
-        if started:
+        if cfg.runtime.actors == "ray" or address is not None:
             from yamblab.actors.cluster import init_ray
 
-            init_ray(address)
+            started = init_ray(address)
             if cfg.runtime.actors == "ray":      # what the cluster cannot place, named before the run folder
                 from yamblab.training.runtime import cluster_resources
 

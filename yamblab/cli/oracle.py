@@ -187,13 +187,15 @@ def _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, chec
                            "(heuristic or greedy) or by a network's (--checkpoint PATH)")
     if checkpoint is not None and not Path(checkpoint).is_file():
         raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
+    from yamblab.service.service import column_oracle, yamb_row_scores
+
     advisor = _yamb_advisor()
     items = _yamb_card_items(card, r)
     arr = validate_dice(dice, r.n_dice)
     scores = []
     for c in r.columns:
         try:
-            scores.append(advisor._yamb_scores(_RowsOf(r), items[c]))     # the API's check of rows
+            scores.append(yamb_row_scores(r, items[c]))     # the API's check of rows
         except YamblabError as exc:
             raise type(exc)(f"--card: {exc}") from None
     _check_card(r, scores)
@@ -208,7 +210,7 @@ def _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, chec
     where = f"yamb {g.label}, points so far {{so_far}}, roll {roll} of {rolls}"
     if g.solved:
         preset_name, column = g.preset, g.oracle_column
-        advisor.yamb[(preset_name, column)] = _column_oracle(preset_name, column)
+        advisor.yamb[(preset_name, column)] = column_oracle(preset_name, column)
         out = advisor.yamb_advice(preset_name, column, items[column], arr.tolist(), roll)
         typer.echo(where.format(so_far=out["score_so_far"]) + f": ranked exactly by the {column} column's "
                    "oracle (expected final score under optimal play)")
@@ -238,24 +240,6 @@ def _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, chec
         value_name, offset = f"{bot} value", 0.0
     typer.echo(where.format(so_far=so_far) + ": " + how)
     _print_ranked(_yamb_ranked(batch, q, offset), value_name, top)
-
-
-class _RowsOf:
-    """What :meth:`Service._yamb_scores` reads of an oracle: its rules (the rows)."""
-
-    def __init__(self, rules):
-        self.rules = rules
-
-
-def _column_oracle(preset: str, column: str):
-    """A single column's exact oracle, built as the server builds it."""
-    if column == "free":
-        from yamblab.oracle.yamb.free import FreeColumnOracle
-
-        return FreeColumnOracle(preset)
-    from yamblab.oracle.yamb.column import ColumnOracle
-
-    return ColumnOracle(preset, column)
 
 
 def _yamb_advisor():

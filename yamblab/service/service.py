@@ -136,15 +136,9 @@ class Service:
         self._agents: dict[tuple[str, str], _AgentSlot] = {}
         self._agents_lock = threading.Lock()
         self.yamb: dict[tuple[str, str], object] = {}
-        from yamblab.oracle.yamb.column import ColumnOracle
-
         for preset in yamb_presets:
-            for column in ("down", "up"):
-                self.yamb[(preset, column)] = ColumnOracle(preset, column)
-            if yamb_free:
-                from yamblab.oracle.yamb.free import FreeColumnOracle
-
-                self.yamb[(preset, "free")] = FreeColumnOracle(preset)
+            for column in ("down", "up", *(("free",) if yamb_free else ())):
+                self.yamb[(preset, column)] = column_oracle(preset, column)
         self.target = None
         if target is True:
             from yamblab.oracle.yahtzee.target import TargetTable
@@ -458,21 +452,7 @@ class Service:
         return self.yamb[key]
 
     def _yamb_scores(self, oracle, scores) -> list[int]:
-        rows = oracle.rules.rows
-        out = [-1] * len(rows)
-        if scores is None:
-            return out
-        if not isinstance(scores, dict):
-            raise UnreachablePositionError("Yamb scores are a mapping {row name: points}")
-        for name, v in scores.items():
-            key = str(name).strip()
-            if key.lstrip("+-").isdigit():
-                raise IllegalActionError(f"Yamb row {key}: name the row ({', '.join(rows)}), not a number")
-            r = oracle.rules.row_index(key)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise UnreachablePositionError(f"row {rows[r]}: points must be a whole number ≥ 0, got {v!r}")
-            out[r] = v
-        return out
+        return yamb_row_scores(oracle.rules, scores)
 
     def _yamb_ranked(self, oracle, scores: list[int], dice, roll: int) -> list[dict]:
         from yamblab.games.yamb.rules import ROW_LABELS, column_parts
@@ -626,4 +606,40 @@ def _search_values(agent, batch) -> list[dict] | None:
             seen.add(k)
             out.append({"label": _label(13 + h, batch.dice[0]), "move": _move_of(13 + h), "value": float(hold[0, h])})
     out.sort(key=lambda a: -a["value"])
+    return out
+
+
+def column_oracle(preset: str, column: str):
+    """The exact oracle of a single Yamb column (``down``, ``up``, or ``free``: about 20 s and
+    150 MB to build) of ``preset``."""
+    if column == "free":
+        from yamblab.oracle.yamb.free import FreeColumnOracle
+
+        return FreeColumnOracle(preset)
+    from yamblab.oracle.yamb.column import ColumnOracle
+
+    return ColumnOracle(preset, column)
+
+
+def yamb_row_scores(rules, scores) -> list[int]:
+    """A single column's ``{row name: points}`` as a list over ``rules.rows`` (-1: open).
+
+    Raises:
+        UnreachablePositionError: not a mapping, or points that are not a whole number >= 0.
+        IllegalActionError: a row given by number; an unknown row (``rules.row_index``'s error).
+    """
+    rows = rules.rows
+    out = [-1] * len(rows)
+    if scores is None:
+        return out
+    if not isinstance(scores, dict):
+        raise UnreachablePositionError("Yamb scores are a mapping {row name: points}")
+    for name, v in scores.items():
+        key = str(name).strip()
+        if key.lstrip("+-").isdigit():
+            raise IllegalActionError(f"Yamb row {key}: name the row ({', '.join(rows)}), not a number")
+        r = rules.row_index(key)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise UnreachablePositionError(f"row {rows[r]}: points must be a whole number ≥ 0, got {v!r}")
+        out[r] = v
     return out

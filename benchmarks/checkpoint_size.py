@@ -1,6 +1,6 @@
 """Benchmark: what a checkpoint costs with the replay buffer inside ``checkpoint.pt`` (the old
 way: one ``torch.save`` of the learner and every position) and with its positions in segment
-files of ``RUN/replay/`` (the new way, :meth:`~yamblab.training.runtime.TrainingRun.checkpoint`:
+files of ``RUN/replay/`` (the new way, :meth:`~yamblab.training.resume.write_checkpoint`:
 the positions added since the last checkpoint, then a small ``checkpoint.pt``).
 
 It fills a replay buffer of ``configs/yamb-gpu.yaml``'s shape (jamb_nn positions: one game
@@ -64,9 +64,9 @@ def fill(buf, rows: dict, n: int, rng) -> None:
 def old_checkpoint(run: Path, learner: dict, buf) -> int:
     """The old way: the whole buffer, every array copied into a tensor, inside checkpoint.pt."""
     from yamblab.model.checkpoint import save_checkpoint
-    from yamblab.training.runtime import _np_to_torch
+    from yamblab.training.resume import np_to_torch
 
-    path = save_checkpoint(run / "checkpoint.pt", {"learner": learner, "buffer": _np_to_torch(buf.state_dict())})
+    path = save_checkpoint(run / "checkpoint.pt", {"learner": learner, "buffer": np_to_torch(buf.state_dict())})
     return path.stat().st_size
 
 

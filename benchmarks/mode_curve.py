@@ -26,7 +26,7 @@ from yamblab.oracle.yahtzee.grading import grade
 from yamblab.oracle.report import mean_ci
 from yamblab.oracle.yahtzee.table import OracleTable
 from yamblab.training.config import RunConfig
-from yamblab.training.runtime import CHECKPOINT
+from yamblab.training.resume import CHECKPOINT
 
 
 def _ci(per_game) -> str:

@@ -276,7 +276,7 @@ def main() -> int:
     ap.add_argument("--sample-every", type=float, default=2.0, help="seconds between memory samples")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    from yamblab.training.runtime import machine_description
+    from yamblab.training.placement import machine_description
 
     with contextlib.ExitStack() as stack:
         if args.url:

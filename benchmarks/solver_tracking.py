@@ -44,7 +44,7 @@ def main() -> None:
     from yamblab.oracle.report import mean_ci
     from yamblab.training.config import RunConfig
     from yamblab.training.configio import validate
-    from yamblab.training.runtime import machine_description
+    from yamblab.training.placement import machine_description
 
     import yaml
 

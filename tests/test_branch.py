@@ -270,14 +270,14 @@ def test_a_branch_takes_the_bases_last_evaluation_only_when_its_network_is_the_b
     from yamblab.model.checkpoint import load_checkpoint, save_checkpoint
     from yamblab.sweeps.branch import branch_checkpoint
     from yamblab.training.config import apply_overrides
-    from yamblab.training.runtime import _np_to_torch
+    from yamblab.training.resume import np_to_torch
 
     learner, _ = trained
     buf = ReplayBuffer(100, seed=1)
     history = [{"iteration": 4, "train.total": 1.0}, {"iteration": 5, "train.total": 0.5, "eval.regret_mean": 7.25}]
     evals = [{"iteration": 5, "per_game_regret": [7.0, 7.5]}]
     base = save_checkpoint(tmp_path / "base" / "checkpoint.pt", {
-        "learner": learner.state_dict(), "buffer": _np_to_torch(buf.state_dict()), "iteration": 5,
+        "learner": learner.state_dict(), "buffer": np_to_torch(buf.state_dict()), "iteration": 5,
         "games_played": 40, "positions_total": 1500, "history": json.dumps(history), "evals": json.dumps(evals),
         "config": tiny_config.to_yaml(), "mlflow_run_id": "abc", "elapsed": 60.0,
         "model_config": TINY.model_dump(), "ema": learner.state_dict()["ema"], "model": learner.state_dict()["model"]})

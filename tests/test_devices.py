@@ -38,7 +38,7 @@ def test_a_gpu_asked_of_a_process_without_cuda_is_refused_by_name(monkeypatch):
 def test_in_process_roles_stay_on_the_cpu_with_learner_gpus_0_even_where_cuda_is_seen(monkeypatch, tiny_config):
     """The roles that share the driver's process (learner, worker, evaluator) all take the
     learner's device; with ``learner_gpus: 0`` that is the CPU though torch reports a GPU."""
-    from yamblab.training.runtime import InProcessBackend
+    from yamblab.training.backends import InProcessBackend
 
     monkeypatch.setattr(devices, "cuda_available", lambda: True)
     cfg = tiny_config.model_copy(update={"runtime": tiny_config.runtime.model_copy(update={
@@ -101,7 +101,8 @@ def spy():
 ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, runtime_env={"worker_process_setup_hook": spy})
 from yamblab.errors import ConfigError
 from yamblab.training.config import apply_overrides, load_run_config
-from yamblab.training.runtime import RayBackend, trial_bundles
+from yamblab.training.backends import RayBackend
+from yamblab.training.placement import trial_bundles
 
 seen = lambda a: ray.get(a.__ray_call__.remote(lambda _: __import__("yamblab.actors.devices").actors.devices.SEEN))
 out = {}

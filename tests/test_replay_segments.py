@@ -186,7 +186,7 @@ def test_a_run_resumes_its_buffer_and_drops_segments_after_the_checkpoint(cfg, t
     monkeypatch.undo()
     run.checkpoint()
     names = set(_files(d))
-    assert names == {s["name"] for s in run._segments} and names - set(before) and set(before) - names
+    assert names == {s["name"] for s in run.state.segments} and names - set(before) and set(before) - names
     _same(_buffer(run), _buffer(_run(cfg, d, resume=True)))
     run.checkpoint(keep_buffer=False)                         # a finished trial keeps no positions
     assert not (d / REPLAY_DIR).exists()
@@ -204,8 +204,8 @@ def test_stray_files_are_ignored_and_cleaned_and_a_lost_segment_is_named(cfg, tm
     _same(_buffer(run), _buffer(resumed))
     _buffer(resumed).add(_positions(40, 3))
     resumed.checkpoint()
-    assert sorted(_files(d)) == sorted(s["name"] for s in resumed._segments)
-    lost = d / REPLAY_DIR / resumed._segments[0]["name"]
+    assert sorted(_files(d)) == sorted(s["name"] for s in resumed.state.segments)
+    lost = d / REPLAY_DIR / resumed.state.segments[0]["name"]
     lost.unlink()
     with pytest.raises(DamagedFileError, match=f"replay segment {re.escape(str(lost))} is missing"):
         _run(cfg, d, resume=True)
@@ -216,7 +216,7 @@ def test_a_checkpoint_with_the_buffer_inside_still_resumes_exactly(cfg, tmp_path
     import shutil
 
     from yamblab.model.checkpoint import load_checkpoint, save_checkpoint
-    from yamblab.training.runtime import _np_to_torch
+    from yamblab.training.resume import np_to_torch
 
     d = tmp_path / "run"
     run = _run(cfg, d)
@@ -225,13 +225,13 @@ def test_a_checkpoint_with_the_buffer_inside_still_resumes_exactly(cfg, tmp_path
     buf.sample(5)
     run.checkpoint()
     state = load_checkpoint(d / "checkpoint.pt")
-    save_checkpoint(d / "checkpoint.pt", {**state, "buffer": _np_to_torch(buf.state_dict())})   # the old shape
+    save_checkpoint(d / "checkpoint.pt", {**state, "buffer": np_to_torch(buf.state_dict())})   # the old shape
     shutil.rmtree(d / REPLAY_DIR)
     resumed = _run(cfg, d, resume=True)
     _same(buf, _buffer(resumed))
     resumed.checkpoint()                                      # now written the new way, whole
     assert "data" not in load_checkpoint(d / "checkpoint.pt")["buffer"]
-    assert sum(s["count"] for s in resumed._segments) == 48
+    assert sum(s["count"] for s in resumed.state.segments) == 48
     _same(_buffer(resumed), _buffer(_run(cfg, d, resume=True)))
 
 
@@ -240,7 +240,7 @@ def test_a_branch_reads_its_bases_positions_and_never_touches_them(cfg, tmp_path
     from yamblab.model.checkpoint import load_checkpoint, save_checkpoint
     from yamblab.sweeps.branch import BRANCH_SALT, branch_checkpoint
     from yamblab.training.config import apply_overrides
-    from yamblab.training.runtime import _np_to_torch
+    from yamblab.training.resume import np_to_torch
 
     base_dir = tmp_path / "base"
     base = _run(cfg, base_dir)
@@ -248,7 +248,7 @@ def test_a_branch_reads_its_bases_positions_and_never_touches_them(cfg, tmp_path
     base.checkpoint()
     if base_format == "inside":                               # a base written before RUN/replay/
         state = load_checkpoint(base_dir / "checkpoint.pt")
-        save_checkpoint(base_dir / "checkpoint.pt", {**state, "buffer": _np_to_torch(_buffer(base).state_dict())})
+        save_checkpoint(base_dir / "checkpoint.pt", {**state, "buffer": np_to_torch(_buffer(base).state_dict())})
         clean_replay(base_dir / REPLAY_DIR, [])
     files = _files(base_dir) if base_format == "segments" else None
     mine = apply_overrides(cfg, {"train.seed": 3}, "test")
@@ -260,7 +260,7 @@ def test_a_branch_reads_its_bases_positions_and_never_touches_them(cfg, tmp_path
     assert got._rng.bit_generator.state == np.random.default_rng([3, BRANCH_SALT]).bit_generator.state
     got.add(_positions(100, 2))
     branch.checkpoint()                                       # the branch's first own checkpoint: all of them
-    assert sum(s["count"] for s in branch._segments) == 48
+    assert sum(s["count"] for s in branch.state.segments) == 48
     if files is not None:
         assert _files(base_dir) == files                     # the base's segments as they were
     else:

@@ -223,16 +223,17 @@ def test_an_interrupt_while_the_run_is_being_created_marks_its_mlflow_run_killed
     """Ctrl-C after the MLflow run is created but before TrainingRun(...) returns (the caller
     has no run to end) leaves that MLflow run KILLED, not RUNNING for ever."""
     from yamblab.training.config import apply_overrides
+    from yamblab.training.run_tracking import RunTracking
     from yamblab.training.runtime import TrainingRun
     from yamblab.training.tracking import Tracker
 
     cfg = apply_overrides(tiny_config, {"runtime.actors": "in_process", "runtime.max_policy_lag": 0,
                                         "runtime.iterations": 1}, "test")
 
-    def interrupted(self):
+    def interrupted(self, history):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(TrainingRun, "_log_history", interrupted)
+    monkeypatch.setattr(RunTracking, "log_history", interrupted)
     tracker = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}")
     with pytest.raises(KeyboardInterrupt):
         TrainingRun(cfg, tmp_path / "run", tracker=tracker, progress=False)

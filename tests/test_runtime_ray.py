@@ -15,7 +15,8 @@ def test_two_iterations_on_ray(ray_cluster, tmp_path, name, lag):
     """Both games train through the one loop, serial (lag 0) or with self-play playing ahead of
     the learner (lag 1); Yamb's single column is graded by its oracle."""
     from yamblab.training.config import load_run_config
-    from yamblab.training.runtime import CHECKPOINT, TrainingRun
+    from yamblab.training.resume import CHECKPOINT
+    from yamblab.training.runtime import TrainingRun
 
     tiny_config = load_run_config(ROOT / "configs" / f"{name}.yaml", {"runtime.run_dir": str(tmp_path / "runs"),
                                                                        "runtime.iterations": 3,
@@ -70,7 +71,7 @@ def test_killed_worker_is_replaced_and_its_games_replayed(ray_cluster, tiny_conf
     import ray.cloudpickle
 
     from yamblab.actors.actors import SelfPlayWorker
-    from yamblab.training.runtime import RayBackend
+    from yamblab.training.backends import RayBackend
 
     class DiesOnce(SelfPlayWorker):
         """Kills its own process during its first game (a marker file makes it die only once)."""
@@ -142,7 +143,8 @@ def test_in_process_roles_give_the_numbers_of_ray_actors(ray_cluster, tmp_path, 
     another) trains and evaluates to the same numbers as the Ray actors of the serial loop, on
     one CPU each: the same losses, self-play scores and evaluation, digit for digit."""
     from yamblab.training.config import load_run_config
-    from yamblab.training.runtime import InProcessBackend, RayBackend, TrainingRun
+    from yamblab.training.backends import InProcessBackend, RayBackend
+    from yamblab.training.runtime import TrainingRun
 
     histories = {}
     for actors in ("in_process", "ray"):

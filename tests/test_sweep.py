@@ -568,7 +568,7 @@ def test_a_trial_whose_learner_takes_a_gpu_gets_a_bundle_with_the_gpu():
     bundle holds the GPU and the learner's CPUs and another bundle the rest (Ray would never
     place a learner that asks for a GPU in a CPU-only bundle)."""
     from yamblab.training.config import RuntimeConfig, resolve_resources
-    from yamblab.training.runtime import trial_bundles
+    from yamblab.training.placement import trial_bundles
 
     rt = RuntimeConfig()
     assert trial_bundles(rt, 2, gpu=False) == ([{"CPU": 2.0}], "STRICT_PACK")
@@ -593,7 +593,7 @@ from ray.util.placement_group import placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from yamblab.actors.cluster import cluster_has_gpu
 from yamblab.training.config import apply_overrides, load_run_config
-from yamblab.training.runtime import bundle_options, trial_bundles
+from yamblab.training.placement import bundle_options, trial_bundles
 from yamblab.sweeps.trial import TrialRunner
 
 root, run_dir = sys.argv[1], sys.argv[2]

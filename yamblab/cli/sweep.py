@@ -96,6 +96,6 @@ def sweep(
 def _machine_speed() -> str:
     """The machine in a few words with its speed: the exact oracle's build on one thread (the
     official rules' table; benchmarks/oracle_build.py), a yardstick for comparing wall times."""
-    from yamblab.training.runtime import machine_description, oracle_build_seconds
+    from yamblab.training.placement import machine_description, oracle_build_seconds
 
     return f"{machine_description()}; the oracle table builds in {oracle_build_seconds():.2f} s on one thread"

@@ -24,7 +24,7 @@ def train(
 
     A resume carries on the run as it was recorded; -c and --set may change only how long it
     goes, its evaluation and checkpoint cadence and the machine's resources (docs/training.md)."""
-    from yamblab.training.runtime import CHECKPOINT
+    from yamblab.training.resume import CHECKPOINT
     from yamblab.sweeps.spec import load_run_config_file as load_run_config
     from yamblab.training.config import apply_overrides, resume_changes
 
@@ -82,7 +82,7 @@ def train(
 
             started = init_ray(address)
             if cfg.runtime.actors == "ray":      # what the cluster cannot place, named before the run folder
-                from yamblab.training.runtime import cluster_resources
+                from yamblab.training.placement import cluster_resources
 
                 cluster_resources(cfg)
         _train(cfg, run_dir if resume else None, iteration, tracking_uri)
@@ -103,7 +103,9 @@ def _train(cfg, run_dir: Path | None, iteration: int, tracking_uri: str | None) 
     """The run of ``cfg``: a new one (``run_dir`` None), or the one in ``run_dir`` carried on."""
     import datetime
 
-    from yamblab.training.runtime import CHECKPOINT, TrainingRun, machine_description
+    from yamblab.training.resume import CHECKPOINT
+    from yamblab.training.runtime import TrainingRun
+    from yamblab.training.placement import machine_description
     from yamblab.training.tracking import Tracker
 
     resume = run_dir is not None
@@ -111,7 +113,7 @@ def _train(cfg, run_dir: Path | None, iteration: int, tracking_uri: str | None) 
     warm = None
     if not resume:
         if cfg.train.init_from is not None:       # a bad checkpoint to start from stops here too
-            from yamblab.training.runtime import warm_start_state
+            from yamblab.training.resume import warm_start_state
 
             warm = warm_start_state(cfg)
             typer.echo(f"warm start: the network of {cfg.train.init_from} (its EMA weights), "
@@ -134,7 +136,7 @@ def _train(cfg, run_dir: Path | None, iteration: int, tracking_uri: str | None) 
         # the machine's speed before and after, beside the run's minutes: a shared VM's varies
         run = TrainingRun(cfg, run_dir, resume=resumed, tracker=tracker, time_machine=True, warm_state=warm)
         rt = cfg.runtime
-        from yamblab.training.runtime import describe_devices
+        from yamblab.training.placement import describe_devices
 
         typer.echo(f"resources: {run.backend.resources.describe()}\n"
                    f"devices: {describe_devices(run.backend.devices)}\n"
@@ -183,7 +185,7 @@ def _kept(run, run_dir: Path, checkpointed: int | None) -> str:
     run is marked failed where the store still takes the write). ``checkpointed``: the
     iteration of the checkpoint the run started from (None: none), for a run stopped before it
     was made."""
-    from yamblab.training.runtime import CHECKPOINT
+    from yamblab.training.resume import CHECKPOINT
 
     if run is not None and run.run_id:
         try:
@@ -200,7 +202,7 @@ def _kept(run, run_dir: Path, checkpointed: int | None) -> str:
 def _resumable(run_dir: Path) -> bool:
     """Whether ``run_dir`` holds a run to carry on: its checkpoint, or the config of a run
     stopped before its first checkpoint."""
-    from yamblab.training.runtime import CHECKPOINT
+    from yamblab.training.resume import CHECKPOINT
 
     return (run_dir / CHECKPOINT).exists() or (run_dir / "config.yaml").is_file()
 

@@ -241,7 +241,7 @@ def branch_checkpoint(base_checkpoint: str | Path, cfg: RunConfig, dest: str | P
         DamagedFileError: a damaged base checkpoint; ConfigError: a network that cannot branch.
     """
     from yamblab.model.checkpoint import load_checkpoint, save_checkpoint
-    from yamblab.training.runtime import CHECKPOINT, branch_record
+    from yamblab.training.resume import CHECKPOINT, branch_record
 
     state = state if state is not None else load_checkpoint(base_checkpoint)
     learner = adapt_learner_state(state["learner"], cfg.model, seed=cfg.train.seed)

@@ -408,7 +408,7 @@ class Sweep:
         import ray
 
         from yamblab.actors.cluster import cluster_has_gpu
-        from yamblab.training.runtime import trial_bundles
+        from yamblab.training.placement import trial_bundles
 
         have, gpu = ray.cluster_resources().get("GPU", 0.0), cluster_has_gpu()
         arms = self.spec.arm_overrides() if self.spec.kind == "grid" else {"(every trial)": {}}
@@ -468,7 +468,8 @@ class Sweep:
 
     def _train_base(self, parent: str, run_dir: Path) -> Path:
         """:meth:`_ensure_base`'s work, under the base's lock."""
-        from yamblab.training.runtime import CHECKPOINT, TrainingRun
+        from yamblab.training.resume import CHECKPOINT
+        from yamblab.training.runtime import TrainingRun
 
         b = self.spec.branch_from
         ckpt, done = run_dir / CHECKPOINT, run_dir / "base-done.json"
@@ -543,7 +544,7 @@ class Sweep:
             # a branched trial runs runtime.iterations more iterations after the base's, from a
             # first checkpoint written from the base's (once: a carried-on trial has its own)
             from yamblab.sweeps.branch import branch_checkpoint
-            from yamblab.training.runtime import CHECKPOINT
+            from yamblab.training.resume import CHECKPOINT
 
             cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={
                 "iterations": self.base_iteration + cfg.runtime.iterations, "time_budget_minutes": None})})
@@ -567,7 +568,7 @@ class Sweep:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         from yamblab.actors.cluster import cluster_has_gpu
-        from yamblab.training.runtime import trial_bundles
+        from yamblab.training.placement import trial_bundles
 
         Actor = ray.remote(num_cpus=0, max_restarts=0)(TrialRunner)
         bundles, strategy = trial_bundles(slot.cfg.runtime, self.spec.trial_cpus, cluster_has_gpu())

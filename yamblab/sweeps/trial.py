@@ -10,7 +10,7 @@ from pathlib import Path
 from yamblab.training.config import RunConfig
 
 #: a trial whose time budget is at least this many minutes times the machine's speed before and
-#: after it (:func:`~yamblab.training.runtime.oracle_build_seconds`, about 3 s each): its
+#: after it (:func:`~yamblab.training.placement.oracle_build_seconds`, about 3 s each): its
 #: minutes are among its figures, and a shared VM's speed moves within a sweep
 MACHINE_SPEED_MIN_BUDGET = 5.0
 
@@ -29,7 +29,7 @@ class TrialRunner:
     drives, with the same actors (self-play workers, replay buffer, learner, evaluator, oracle
     service); the sweep starts this actor in the trial's placement group (one bundle of
     ``trial_cpus``, or, when the learner takes a GPU, a bundle for the learner with its GPU and
-    one for the rest: :func:`~yamblab.training.runtime.trial_bundles`) and the actors it creates
+    one for the rest: :func:`~yamblab.training.placement.trial_bundles`) and the actors it creates
     are placed there too, so the trial stays within its declared CPUs.
 
     Args:
@@ -41,7 +41,8 @@ class TrialRunner:
     """
 
     def __init__(self, config: RunConfig, run_dir: str, cpus: float, resume: bool = False):
-        from yamblab.training.runtime import CHECKPOINT, TrainingRun
+        from yamblab.training.resume import CHECKPOINT
+        from yamblab.training.runtime import TrainingRun
 
         resume = bool(resume) and (Path(run_dir) / CHECKPOINT).exists()
         self.run = TrainingRun(config, run_dir, resume=resume, progress=False, cpus=cpus,
@@ -155,7 +156,7 @@ class TrialRunner:
         the trial has finished (a finished trial is never carried on; the buffer is most of
         the file's size).
         """
-        from yamblab.training.runtime import CHECKPOINT
+        from yamblab.training.resume import CHECKPOINT
 
         self.run.keep_buffer_at_end = False
         self.run.run()   # evaluates the last iteration if it was not an evaluation iteration

@@ -208,6 +208,33 @@ def test_floors_above_search_do_not_branch_on_a_game_name():
                                "protocol or a registry):\n" + "\n".join(bad))
 
 
+#: The floors between the search floor and the service that reach a game only through the
+#: registries (search/registry.py, oracle/registry.py, agents/base.py): no import of a game's own
+#: modules. The service and the CLI may name a game's modules on purpose.
+THROUGH_REGISTRIES = ("learners", "actors", "training", "sweeps")
+
+
+def _game_modules() -> set[str]:
+    """A game's own modules: its folders under games/ and oracle/, its searches and its agents
+    (as the registries name them)."""
+    from yamblab.agents.base import _AGENT_MODULES
+    from yamblab.search.registry import SEARCHES
+
+    own = {m for m in MODULES if any(m.startswith(f"{f}.{g}") for f in PER_GAME for g in GAMES)}
+    return own | {module for module, _, _ in SEARCHES.values()} | {
+        m for m in _AGENT_MODULES if m != "yamblab.agents.search_agent"}
+
+
+def test_floors_between_search_and_the_service_import_no_game_module():
+    floors = {FLOORS.index(next(f for f in FLOORS if f[0] == name)) for name in THROUGH_REGISTRIES}
+    games = _game_modules()
+    bad = [f"{MODULES[name].relative_to(PACKAGE.parent)}:{line} imports {target}"
+           for name, imports in GRAPH.items() if _floor(name) in floors
+           for line, target in imports if target in games]
+    assert games and not bad, ("a module between search/ and the service importing a game's own module (ask a "
+                               "registry):\n" + "\n".join(bad))
+
+
 def test_the_readme_is_a_guide_and_its_links_lead_somewhere():
     """At most 300 lines (results live in docs/results.md), and every relative link names a file
     that exists, and a heading of it where it gives an anchor (GitHub's slugs)."""

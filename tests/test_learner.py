@@ -255,7 +255,7 @@ def _enc(s: SampleBatch):
 # ----------------------------------------------------------------------------- probes
 def test_probes(official_table):
     from yamblab.agents.base import make_agent
-    from yamblab.learners.probes import PROBES, correct_actions, run_probes
+    from yamblab.oracle.yahtzee.probes import PROBES, correct_actions, run_probes
 
     ok = correct_actions(OFFICIAL, official_table)
     assert ok.shape == (len(PROBES), 45) and ok.any(axis=1).all()

@@ -177,12 +177,12 @@ def test_timed_build_is_one_uncached_pass(tmp_path, monkeypatch, benchmark_modul
     """The machine's yardstick: one backward pass timed in seconds, nothing written to the
     cache; the benchmark script and ``yamblab train``'s machine line use this one function."""
     from yamblab.oracle.yahtzee.table import timed_build
-    from yamblab.training import runtime
+    from yamblab.training import placement
 
     monkeypatch.setenv("YAMBLAB_CACHE_DIR", str(tmp_path))
     t = timed_build(0)
     assert 0.0 < t < 60.0 and list(tmp_path.iterdir()) == []
     assert benchmark_module("oracle_build").timed_build is timed_build
     calls = []
-    monkeypatch.setattr("yamblab.oracle.yahtzee.table.timed_build", lambda n=1: calls.append(n) or 0.5 + len(calls))
-    assert runtime.oracle_build_seconds() == 2.5 and calls == [1, 1, 1]     # the faster of two after a warm-up
+    monkeypatch.setattr("yamblab.oracle.yahtzee.service.timed_build", lambda n=1: calls.append(n) or 0.5 + len(calls))
+    assert placement.oracle_build_seconds() == 2.5 and calls == [1, 1, 1]     # the faster of two after a warm-up

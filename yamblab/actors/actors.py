@@ -50,42 +50,6 @@ def samples_from_dict(d: dict[str, np.ndarray]) -> SampleBatch:
     return SampleBatch(**d)
 
 
-class OracleService:
-    """Builds or loads the exact table once and grades decisions for whoever asks.
-
-    The table is put in the object store once (:meth:`table_ref`), so actors on the same node
-    read it without copies.
-    """
-
-    def __init__(self, rules_name: str):
-        from yamblab.games.yahtzee.rules import YahtzeeRules
-        from yamblab.oracle.yahtzee.table import OracleTable
-
-        self.rules = YahtzeeRules.parse(rules_name)
-        self.table = OracleTable.get(self.rules)
-        self._ref = None
-        self.graded = 0
-
-    def table_ref(self) -> list:
-        """``[ObjectRef]`` of the (4096, 3, 64) float64 table (wrapped in a list so Ray
-        passes the reference, not the array)."""
-        import ray
-
-        if self._ref is None:
-            self._ref = ray.put(self.table.values)
-        return [self._ref]
-
-    def new_game_value(self) -> float:
-        return self.table.new_game_value
-
-    def grade(self, states, rolls, rolls_left, keeps, actions) -> np.ndarray:
-        """Regret of each recorded decision (see :func:`yamblab.oracle.yahtzee.grading.grade_decisions`)."""
-        from yamblab.oracle.yahtzee.grading import grade_decisions
-
-        self.graded += len(actions)
-        return grade_decisions(self.table, states, rolls, rolls_left, keeps, actions)
-
-
 class SelfPlayWorker:
     """Plays self-play games with the EMA network; loads weights only on a new version.
 
@@ -254,8 +218,8 @@ class Evaluator:
 
     Args:
         config: the run config (a validated ``RunConfig``, passed whole).
-        oracle_service: the :class:`OracleService` actor (Yahtzee), the object itself (a run
-            whose roles share one process), or None.
+        oracle_service: the oracle service of a table game (:func:`~yamblab.oracle.registry.table_service_class`)
+            as a Ray actor, the object itself (a run whose roles share one process), or None.
     """
 
     def __init__(self, config, oracle_service=None, device: str | None = None):
@@ -366,7 +330,7 @@ class Evaluator:
         if service is not None:           # a table game: each decision graded by the oracle service
             from yamblab.oracle.registry import service_regret_fn
 
-            if isinstance(service, OracleService):    # the run's roles share one process
+            if not hasattr(service.grade, "remote"):    # the run's roles share one process
                 grade_fn = service.grade
             else:
                 import ray
@@ -437,9 +401,12 @@ def remote_classes(cfg, res) -> dict:
     :class:`~yamblab.training.config.Resources`."""
     import ray
 
+    from yamblab.oracle.registry import has_table, table_service_class
+
     rt = cfg.runtime
+    oracle = {"oracle": ray.remote(num_cpus=0)(table_service_class(cfg.game_obj))} if has_table(cfg.game_obj) else {}
     return {
-        "oracle": ray.remote(num_cpus=0)(OracleService),
+        **oracle,
         "worker": ray.remote(num_cpus=rt.worker_cpus, num_gpus=res.worker_gpus, max_restarts=-1,
                              max_task_retries=0)(SelfPlayWorker),
         "buffer": ray.remote(num_cpus=0)(ReplayBufferActor),

@@ -78,9 +78,9 @@ class SelfPlay:
         self.version = -1
         self.oracle_table = oracle_table
         if train_cfg.distill_oracle and oracle_table is None:
-            from yamblab.oracle.yahtzee.table import OracleTable
+            from yamblab.oracle.registry import oracle_table as load
 
-            self.oracle_table = OracleTable.get(rules)
+            self.oracle_table = load(self.game)
         self._bot = None
 
     def set_weights(self, state_dict: dict, version: int) -> bool:
@@ -258,9 +258,9 @@ class SelfPlay:
 
     def _oracle_values(self, samples: SampleBatch) -> np.ndarray:
         """Oracle points still to come of each sample (the named, off-by-default distillation)."""
-        from yamblab.search.expectimax import oracle_position_values
+        from yamblab.search.registry import exact_position_values
 
         enc = EncodedBatch(columns=samples.columns, column_type=samples.column_type,
                            column_features=samples.column_features, dice=samples.dice,
                            state=samples.state, legal=samples.legal)
-        return oracle_position_values(enc, self.rules, self.oracle_table)
+        return exact_position_values(self.game, enc, self.oracle_table)

@@ -15,24 +15,45 @@ GRADERS: dict[str, str] = {
     "yamb": "yamblab.oracle.yamb.grading:grade_yamb",
 }
 
-#: games whose whole game one cached table solves (every boundary state's value), so that the
-#: oracle service can grade each decision and full-turn search on a boundary head has an exact
-#: score (Yahtzee's :class:`~yamblab.oracle.yahtzee.table.OracleTable`), each with the
-#: "module:function" that makes its grader's ``regret_fn`` from the service's grading call
-TABLE_GAMES: dict[str, str] = {"yahtzee": "yamblab.oracle.yahtzee.grading:service_regret_fn"}
+#: games whose whole game one cached table solves (every boundary state's value), so that an
+#: oracle service grades each decision and full-turn search on a boundary head has an exact
+#: score: game name -> the module of its table, offering ``TableService(game)`` (the service),
+#: ``load_table(game)``, ``service_regret_fn(grade)`` (its grader's ``regret_fn`` from the
+#: service's ``grade`` call) and ``yardstick_seconds()`` (:mod:`yamblab.oracle.yahtzee.service`)
+TABLE_GAMES: dict[str, str] = {"yahtzee": "yamblab.oracle.yahtzee.service"}
 
 
-def service_regret_fn(game, grade):
-    """The ``regret_fn`` option of ``game``'s grader when the oracle service's ``grade`` call
-    grades each decision (a game of :data:`TABLE_GAMES`)."""
-    module, fn = TABLE_GAMES[game.name].split(":")
-    return getattr(importlib.import_module(module), fn)(grade)
+def _table_module(game):
+    return importlib.import_module(TABLE_GAMES[game.name])
 
 
 def has_table(game) -> bool:
     """Whether ``game`` (a :class:`~yamblab.games.protocol.Game`) is solved by one cached table
     of every boundary state (:data:`TABLE_GAMES`)."""
     return getattr(game, "name", None) in TABLE_GAMES
+
+
+def table_service_class(game) -> type:
+    """The class of ``game``'s oracle service (a game of :data:`TABLE_GAMES`), built as
+    ``cls(game)``: wrapped as a Ray actor, or a plain object."""
+    return _table_module(game).TableService
+
+
+def oracle_table(game):
+    """``game``'s exact table, loaded or built (None for a game no table solves)."""
+    return _table_module(game).load_table(game) if has_table(game) else None
+
+
+def service_regret_fn(game, grade):
+    """The ``regret_fn`` option of ``game``'s grader when the oracle service's ``grade`` call
+    grades each decision (a game of :data:`TABLE_GAMES`)."""
+    return _table_module(game).service_regret_fn(grade)
+
+
+def yardstick_seconds() -> float:
+    """The machine's speed as a yardstick for wall times: seconds (float) that Yahtzee's exact
+    table for the official rules takes to build on one thread (about 3 s to measure)."""
+    return importlib.import_module(TABLE_GAMES["yahtzee"]).yardstick_seconds()
 
 
 def grade_game(agent, game, games: int, seed: int = 0, **options):
@@ -62,4 +83,5 @@ def grade_game(agent, game, games: int, seed: int = 0, **options):
     return getattr(importlib.import_module(module), fn)(agent, game, games=games, seed=seed, **options)
 
 
-__all__ = ["GRADERS", "TABLE_GAMES", "has_table", "grade_game", "service_regret_fn"]
+__all__ = ["GRADERS", "TABLE_GAMES", "has_table", "table_service_class", "oracle_table", "grade_game",
+           "service_regret_fn", "yardstick_seconds"]

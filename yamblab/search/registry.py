@@ -86,6 +86,20 @@ def make_search(depth: Depth, game, valuation):
     return cls(rules, valuation)
 
 
+def exact_position_values(game, enc, table):
+    """Exact optimal points still to come of encoded positions of a table game, float64 (m,):
+    its search module's ``oracle_position_values(enc, rules, table)`` (Yahtzee's).
+
+    Raises:
+        ConfigError: a game whose search module has none.
+    """
+    module = importlib.import_module(_family(game)[0])
+    fn = getattr(module, "oracle_position_values", None)
+    if fn is None:
+        raise ConfigError(f"the game {game.name!r} has no exact values of single positions")
+    return fn(enc, game.rules, table)
+
+
 def check_solved(game) -> None:
     """Raise unless the oracles solve ``game`` exactly (:attr:`Game.solved`).
 
@@ -137,4 +151,4 @@ def exact_search(game, table=None):
 
 
 __all__ = ["DEPTHS", "Depth", "SEARCHES", "EXACT_VALUATIONS", "make_search", "check_solved",
-           "exact_valuation", "exact_search"]
+           "exact_valuation", "exact_search", "exact_position_values"]

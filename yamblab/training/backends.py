@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from yamblab.errors import ConfigError
-from yamblab.oracle.registry import has_table
+from yamblab.oracle.registry import has_table, oracle_table, table_service_class
 from yamblab.actors.devices import in_process_device
 from yamblab.training.config import Resources, RunConfig, resolve_resources
 from yamblab.training.placement import bundle_options, cluster_resources, role_devices, with_resources
@@ -105,10 +105,8 @@ class Backend:
 
     def oracle_table(self):
         """The game's oracle table (Yahtzee's; None for a game no table solves)."""
-        if self._table is None and has_table(self.cfg.game_obj):
-            from yamblab.oracle.yahtzee.table import OracleTable
-
-            self._table = OracleTable.get(self.cfg.rules_obj)
+        if self._table is None:
+            self._table = oracle_table(self.cfg.game_obj)
         return self._table
 
     def call(self, role, method: str, *args):
@@ -157,7 +155,7 @@ class RayBackend(Backend):
         rt = cfg.runtime
         cls = remote_classes(cfg, res)
         cpu_at, gpu_at = bundle_options(res.learner_gpus)
-        self.oracle = cls["oracle"].options(**cpu_at).remote(cfg.rules) if has_table(cfg.game_obj) else None
+        self.oracle = cls["oracle"].options(**cpu_at).remote(cfg.game_obj) if "oracle" in cls else None
         self.workers = [cls["worker"].options(**cpu_at).remote(cfg, i) for i in range(rt.workers)]
         self.buffer = cls["buffer"].options(**cpu_at).remote(rt.replay_positions, cfg.train.seed, buffer_state)
         self.learner = cls["learner"].options(**gpu_at).remote(cfg, learner_state)
@@ -258,7 +256,7 @@ class InProcessBackend(Backend):
 
         import torch
 
-        from yamblab.actors.actors import Evaluator, LearnerActor, OracleService, ReplayBufferActor, SelfPlayWorker
+        from yamblab.actors.actors import Evaluator, LearnerActor, ReplayBufferActor, SelfPlayWorker
 
         super().__init__()
         have = float(cpus) if cpus is not None else float(os.cpu_count() or 1)
@@ -269,7 +267,7 @@ class InProcessBackend(Backend):
             raise ConfigError(f"{exc} (the run offers {have:g} CPUs)") from None
         self.resources = res
         self.cfg = cfg = with_resources(cfg, res)     # one worker: resolved with workers 1
-        self.oracle = OracleService(cfg.rules) if has_table(cfg.game_obj) else None
+        self.oracle = table_service_class(cfg.game_obj)(cfg.game_obj) if has_table(cfg.game_obj) else None
         self.workers = [SelfPlayWorker(cfg, 0, device=device)]
         self.buffer = ReplayBufferActor(cfg.runtime.replay_positions, cfg.train.seed, buffer_state)
         self.learner = LearnerActor(cfg, learner_state, device=device)

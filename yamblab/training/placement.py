@@ -37,10 +37,9 @@ def oracle_build_seconds() -> float:
     ``benchmarks/oracle_build.py`` times), the faster of two builds after an untimed one (about
     3 s in all). A shared VM's speed drifts (docs/training.md says by how much), so minutes of
     two runs compare only beside it."""
-    from yamblab.oracle.yahtzee.table import timed_build
+    from yamblab.oracle.registry import yardstick_seconds
 
-    timed_build(1)                          # untimed: the first pass warms caches and pages
-    return min(timed_build(1) for _ in range(2))
+    return yardstick_seconds()
 
 
 def trial_bundles(rt: RuntimeConfig, cpus: float, gpu: bool) -> tuple[list[dict], str]:

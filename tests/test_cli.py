@@ -87,3 +87,20 @@ def test_column_optima_is_an_option_of_a_yamb_card_only():
         res = runner.invoke(app, args)
         assert res.exit_code == 2 and "--column-optima reports the columns of a Yamb card" in res.output
         assert "Traceback" not in res.output
+
+
+def test_help_config_prints_every_training_setting_once_by_block():
+    """``yamblab train --help-config``: every TrainConfig setting once, under its block, with its
+    default and a line of help; nothing is run."""
+    import re
+
+    from yamblab.learners.config import BLOCKS, TrainConfig
+
+    r = runner.invoke(app, ["train", "--help-config"])
+    assert r.exit_code == 0, r.output
+    named = re.findall(r"^  train\.(\w+): (.*)$", r.output, re.M)
+    assert sorted(n for n, _ in named) == sorted(TrainConfig.model_fields)
+    assert dict(named)["lr"] == "0.001" and dict(named)["init_from"] == "null" and dict(named)["kl_targets"] == "true"
+    heads = re.findall(r"^(\w[\w ]*): ", r.output, re.M)
+    assert heads == list(BLOCKS)
+    assert all(TrainConfig.model_fields[n].description for n, _ in named)

@@ -92,7 +92,7 @@ def test_ema_is_updated_after_every_optimiser_step(samples):
     # the EMA formula after one more step
     before = {k: v.clone() for k, v in learner.ema.model.named_parameters()}
     x, t = s.take(slice(0, 64)).to_torch()
-    learner._step(x, t, "policy")
+    learner._step(x, t)
     for k, p in learner.net.named_parameters():
         np.testing.assert_allclose(dict(learner.ema.model.named_parameters())[k].detach().numpy(),
                                    (0.9 * before[k] + 0.1 * p.detach()).numpy(), rtol=1e-5, atol=1e-6)
@@ -143,20 +143,24 @@ def test_kl_and_plain_targets_differ(samples):
     assert not np.allclose(a.policy_target[2:4], b.policy_target[2:4])
 
 
-def test_phasic_policy_gradient(samples):
-    s, _ = samples
-    learner = Learner(TINY, TrainConfig(phasic=True, phasic_every=1, batch_size=128))
-    m = learner.train_iteration(s, health=False)
-    assert "aux/value" in m and "aux/clone_kl" in m and m["aux/clone_kl"] >= -1e-6
-    # in the policy phase the value loss does not reach the shared trunk
-    x, t = s.take(slice(0, 64)).to_torch()
-    net = learner.net
-    net.zero_grad()
-    out = net(x, detach_value_trunk=True)
-    out.value_logits.sum().backward()
-    trunk_grads = [p.grad for p in net.trunk.parameters() if p.grad is not None]
-    assert all(float(g.abs().sum()) == 0 for g in trunk_grads)
-    assert any(p.grad is not None and float(p.grad.abs().sum()) > 0 for p in net.value_branch.parameters())
+def test_retired_settings_load_at_their_old_value_and_are_refused_otherwise():
+    """A config recorded before a setting was removed (phasic policy gradient, max_in_flight)
+    holds its old default: it still loads, the key dropped; any other value is refused with the
+    reason, never silently ignored."""
+    from pydantic import ValidationError
+
+    from yamblab.training.config import RunConfig
+
+    recorded = RunConfig().model_dump(mode="json")
+    recorded["train"].update(phasic=False, phasic_every=4, phasic_aux_epochs=2, phasic_clone_coef=1.0)
+    recorded["runtime"]["max_in_flight"] = 2
+    assert RunConfig.model_validate(recorded) == RunConfig()
+    with pytest.raises(ValidationError, match="phasic policy gradient was removed"):
+        TrainConfig(phasic=True)
+    with pytest.raises(ValidationError, match="max_in_flight"):
+        RunConfig.model_validate({"runtime": {"max_in_flight": 3}})
+    with pytest.raises(ValidationError, match="replaced by train.replay_ratio"):
+        TrainConfig(epochs=2)
 
 
 def test_health_metrics(samples):
@@ -337,9 +341,9 @@ def test_transformer_argument_stands_in_for_the_transformer_pass(samples):
     x, _ = _boundary_batch(samples)
     rows = []
 
-    def spy(xx, detach=False):
+    def spy(xx):
         rows.append(len(xx))
-        return net.transformer_pass(xx, detach)
+        return net.transformer_pass(xx)
 
     with torch.no_grad():
         a, b = net(x), net(x, transformer=spy)

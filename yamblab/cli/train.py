@@ -12,6 +12,21 @@ from yamblab.cli.user_errors import user_errors
 from yamblab.errors import DiskFullError, YamblabError
 
 
+def _help_config(value: bool) -> None:
+    """``--help-config``: the training settings by block, each with its default and its help."""
+    if not value:
+        return
+    from yamblab.learners.config import BLOCKS, settings_by_block
+
+    for block, settings in settings_by_block().items():
+        typer.echo(f"\n{block}: {BLOCKS[block]}")
+        for name, default, text in settings:
+            shown = "null" if default is None else str(default).lower() if isinstance(default, bool) else default
+            typer.echo(f"  train.{name}: {shown}\n      {text}")
+    typer.echo("\nset one with -c CONFIG.yaml (train: {NAME: VALUE}) or --set train.NAME=VALUE")
+    raise typer.Exit()
+
+
 @user_errors
 def train(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="Run config YAML (configs/…)."),
@@ -19,6 +34,9 @@ def train(
     address: Optional[str] = typer.Option(None, help="Join an existing Ray cluster (e.g. 'auto'); default: start a local one."),
     tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default: sqlite:///mlflow.db here)."),
     set_: list[str] = typer.Option([], "--set", help="Override a config key, e.g. --set train.lr=3e-4 (repeatable)."),
+    help_config: bool = typer.Option(False, "--help-config", is_eager=True, callback=_help_config,
+                                     help="Print every training setting by block (optimiser, targets, exploration, "
+                                          "...) with its default and one line of help, and exit."),
 ):
     """Train an agent by AlphaZero-style self-play on a Ray cluster, graded by the oracle.
 

@@ -2,8 +2,8 @@
 
 Every training trick of the YoloYamb post is a field here, so a sweep can switch it off: KL-regularised
 policy targets, the EMA player (updated after every optimiser step), Dirichlet exploration
-noise, the entropy bonus, auxiliary losses, phasic policy gradient, bot games tapering to
-zero, and (off by default, never on silently) distillation of oracle values.
+noise, the entropy bonus, auxiliary losses, bot games tapering to zero, and (off by default,
+never on silently) distillation of oracle values.
 """
 
 from __future__ import annotations
@@ -48,169 +48,137 @@ class SearchConfig(BaseModel):
     leaf_chunk: int = Field(16384, ge=1, le=1 << 22)
 
 
-class TrainConfig(BaseModel):
-    """The AlphaZero-style training step and its self-play.
+def _in(block: str, default, help: str, **bounds):
+    """A setting of :class:`TrainConfig`: its default, its one line of help and the block of
+    training ideas it belongs to (``yamblab train --help-config`` prints them by block)."""
+    return Field(default, description=help, json_schema_extra={"block": block}, **bounds)
 
-    Attributes:
-        kl_targets: policy target ``softmax(log prior + Q/T)`` (Grill et al. 2020; the YoloYamb
-            post's fix) instead of ``softmax(Q/T)``.
-        temperature: ``T`` of the policy targets, points.
-        play_temperature: self-play samples moves from the (noisy) target; 0 plays its argmax.
-        entropy_coef: weight of the entropy bonus (subtracted from the loss).
-        value_coef, aux_coef: weights of the value and auxiliary losses.
-        dirichlet_fraction, dirichlet_alpha: exploration noise mixed into the prior during
-            self-play only (YoloYamb: 15 %); evaluation is always noise-free.
-        ema_decay: the playing network is ``ema ← decay · ema + (1 − decay) · net`` after
-            every optimiser step (YoloYamb lost weeks to once per iteration). Full-turn search
-            plays, and computes the bootstrapped value targets, with it: a slower average is a
-            slower target network (as in DQN), which stops bootstrapped overestimation from
-            feeding on itself (docs/training.md).
-        ema_warmup: the decay of the n-th update is ``min(ema_decay, (1 + n) / (10 + n))``
-            (TensorFlow's ``ExponentialMovingAverage`` schedule), so a slow average does not hold
-            the random initial weights for thousands of steps. Off by default.
-        lr, weight_decay, grad_clip: AdamW and gradient-norm clipping.
-        lr_schedule: ``"constant"`` (default) keeps ``lr``; ``"cosine"`` anneals it from
-            ``lr`` to ``lr × lr_final`` along half a cosine over the run (Loshchilov & Hutter
-            2017, SGDR, without restarts): ``lr(p) = lr × (f + (1 − f)(1 + cos πp) / 2)`` at
-            progress ``p ∈ [0, 1]``, the larger of the share of ``runtime.time_budget_minutes``
-            spent and the share of ``runtime.iterations`` done (see :meth:`lr_at`).
-        lr_final: ``f`` above, the last learning rate as a fraction of ``lr``.
-        replay_ratio: optimiser samples per new self-play position: each iteration the
-            learner takes ``ceil(replay_ratio × new positions / batch_size)`` optimiser steps
-            on batches drawn uniformly from the replay buffer, so its cost per iteration is set
-            by the data it gets, not by the buffer's size (YoloYamb made ``epochs`` passes over
-            the whole buffer instead: with a buffer of B positions and N new ones per
-            iteration that is a replay ratio of ``epochs × B / N``).
-        games_per_iteration: self-play games per iteration (seed: 200).
-        batch_size: positions per optimiser step.
-        boundary_samples: also train the value head on boundary positions (start of each
-            turn, no dice), which full-turn search queries.
-        phasic: phasic policy gradient (Hilton et al. 2021): in the policy phase the value
-            loss does not reach the shared trunk; every ``phasic_every`` iterations an
-            auxiliary phase of ``phasic_aux_epochs`` passes over the iteration's replay
-            samples trains the trunk on the value
-            loss with a behavioural-cloning term (weight ``phasic_clone_coef``) that keeps
-            the policy where it was.
-        bot: the baseline bot (a registered agent name) whose games are mixed in;
-            ``bot_share`` of the games at iteration 0, tapering linearly to 0 at
-            ``bot_taper_iterations``. Bot positions get a one-hot target on the bot's move.
-        value_target_mix: λ of the value target ``(1 − λ) · outcome + λ · search value``.
-            0 (default) trains on the points the game actually scored; above 0 mixes in the
-            network's own search value (at a turn's start: the exact expectation over the
-            turn's dice of its points plus the network's value of where it ends; with dice:
-            the best Q), a bootstrapped target with far less dice noise. Self-play only: the
-            oracle is not involved.
-        value_target_mix_final: None (default): λ stays :attr:`value_target_mix` all run. A
-            value: λ moves from :attr:`value_target_mix` at the start of the run to this at its
-            end along the learning rate's half cosine and clock (see :meth:`value_target_mix_at`),
-            whatever :attr:`lr_schedule` is. Outcome-anchored targets (λ < 1) reach the early
-            turns at once where one-turn bootstrapped values creep back a turn at a time, but
-            carry the dice's noise: on the ``jamb_nn`` card λ = 0.7 led λ = 1 by 80-106 points
-            in the first 15 minutes and fell behind it later (docs/yamb.md). Needs search.
-        successor_samples: per turn start, this many of the turn's other possible successor
-            boundary states (chosen at random) are also trained on, with the bootstrapped
-            target of :attr:`value_target_mix` (their full-turn search value with the playing
-            network's values one turn further). Full-turn search asks the value of every
-            successor, most of which self-play never visits; without these samples their
-            values are extrapolations. On a Yamb card a sample's value is the exact expectation
-            over the next turn's first roll of turn-perfect play, the option of announcing
-            included (:func:`yamblab.search.yamb_search.turn_start_values`). 0 (default): off.
-            Needs full-turn search.
-        random_state_samples: per turn start, this many boundary states drawn at random from
-            all reachable states one box further on (Yahtzee only; not just the turn's own
-            successors) are also trained on with the same bootstrapped target: the values of
-            states play never visits stay one-turn backups instead of extrapolations, which
-            measured runs overestimated first. 0 (default): off. Needs full-turn search and
-            the boundary head.
-        policy_share: None (default): the learner's samples are drawn uniformly from the
-            replay buffer. A share in (0, 1]: that share of them is drawn among the positions
-            with a decision to make (dice on the table: the policy's targets) and the rest
-            among the value-only ones (boundary states and the off-path samples above). With
-            32 random states and 8 successors a turn, about 7 % of a Yahtzee game's positions
-            carry a policy target, so uniform batches give the policy head 7 % of the
-            optimiser's samples; a share keeps its part of the learner's work fixed whatever
-            the value samples add.
-        policy_share_final: None (default): the share stays :attr:`policy_share` all run. A
-            share in (0, 1] (needs :attr:`policy_share`, the share at the start): the share
-            moves from :attr:`policy_share` to this at the run's end along the learning rate's
-            half cosine and clock (see :meth:`policy_share_at`), whatever :attr:`lr_schedule`
-            is. A rising share gives the transformer's policy more of the learner's work late in
-            a run, when the value side has little left to learn, without the early iterations
-            a fixed large share costs (docs/training.md, "The policy head's share of the learner").
-        decision_batch_size: None (default): every optimiser step takes ``batch_size`` of the
-            drawn positions as they come, so each step runs the transformer on the few with
-            dice among them and the boundary head on the rest. A size (needs
-            ``model.boundary_head``): the drawn positions are split by kind: those without
-            dice train the boundary head alone in steps of ``batch_size`` (the transformer
-            does not run), those with dice (the decisions) train the transformer in steps of
-            this many. A step's cost is mostly the transformer's fixed cost, so the same
-            samples take far fewer transformer steps and far less learner time (measured by
-            ``benchmarks/learner_split.py``); the time saved can go to the policy
-            (``policy_share``). Both kinds count as optimiser steps and update the EMA.
-        distill_oracle: value targets from the exact oracle instead of the game's outcome.
-            Off by default: the oracle grades, it does not teach.
-        seed: random seed of the learner and self-play.
-        init_from: None (default): a new run's network starts from random weights. The path of
-            a checkpoint of the same game: it starts from that run's playing network instead
-            (its EMA weights, into the network and its EMA), with a new optimiser, schedule and
-            replay buffer; a wider ``model.boundary_hidden`` than that run's widens the boundary
-            head without changing its values (:func:`~yamblab.model.checkpoint.transfer_weights`).
-            Read when the run starts; a resumed run carries on from its own checkpoint.
+
+#: the blocks of :class:`TrainConfig`, in the order ``--help-config`` prints them
+BLOCKS = {
+    "optimiser": "AdamW, its schedule, the batch and the EMA player",
+    "targets": "what the heads learn: policy and value targets, loss weights",
+    "exploration": "how self-play departs from the search's best move",
+    "value samples": "positions trained on beside the games' own",
+    "replay": "how much is played and drawn from the replay buffer",
+    "bots": "baseline-bot games mixed into self-play",
+    "start": "the seed and the network a run starts from",
+}
+
+#: settings that were removed, with the value every config recorded before held (their old
+#: default): a recorded config, checkpoint or study that holds it still loads (the key is
+#: dropped); any other value is refused with the reason (None: refused whatever it holds)
+RETIRED = {
+    "phasic": (False, "phasic policy gradient was removed: no config or study turned it on"),
+    "phasic_every": (4, "phasic policy gradient was removed"),
+    "phasic_aux_epochs": (2, "phasic policy gradient was removed"),
+    "phasic_clone_coef": (1.0, "phasic policy gradient was removed"),
+    "epochs": (None, "train.epochs (passes over the whole replay buffer) was replaced by train.replay_ratio: "
+                     "optimiser samples per new self-play position (epochs × buffer positions / new positions "
+                     "per iteration gives the same load)"),
+}
+
+
+def settings_by_block() -> dict[str, list[tuple[str, object, str]]]:
+    """:class:`TrainConfig`'s settings as ``{block: [(name, default, help), ...]}``, in
+    :data:`BLOCKS`' order."""
+    out: dict[str, list] = {b: [] for b in BLOCKS}
+    for name, f in TrainConfig.model_fields.items():
+        out[f.json_schema_extra["block"]].append((name, f.default, f.description))
+    return out
+
+
+def drop_retired(data, retired: dict, prefix: str):
+    """``data`` (a config section as read) without the retired keys that hold their old value.
+
+    Raises:
+        ValueError: a retired key set to anything else, with the reason.
     """
+    if not isinstance(data, dict) or not retired.keys() & data.keys():
+        return data
+    out = dict(data)
+    for key in retired.keys() & data.keys():
+        old, why = retired[key]
+        if old is None or out[key] != old:
+            raise ValueError(why if old is None else f"{prefix}.{key}: {why} (only {old!r}, its old default, "
+                                                     f"is still read; remove the key)")
+        del out[key]
+    return out
+
+
+class TrainConfig(BaseModel):
+    """The AlphaZero-style training step and its self-play: every training idea of the YoloYamb
+    post a setting a sweep can switch off. Each setting carries one line of help
+    (``yamblab train --help-config``); docs/training.md says why each idea and what it did."""
 
     model_config = ConfigDict(extra="forbid")
 
-    kl_targets: bool = True
-    temperature: float = Field(2.0, gt=0.0, le=1000.0)
-    play_temperature: float = Field(1.0, ge=0.0, le=100.0)
-    entropy_coef: float = Field(0.003, ge=0.0, le=10.0)
-    value_coef: float = Field(1.0, ge=0.0, le=100.0)
-    aux_coef: float = Field(0.1, ge=0.0, le=100.0)
-    dirichlet_fraction: float = Field(0.15, ge=0.0, le=1.0)
-    dirichlet_alpha: float = Field(0.3, gt=0.0, le=100.0)
-    ema_decay: float = Field(0.99, ge=0.0, lt=1.0)
-    ema_warmup: bool = False
-    lr: float = Field(1e-3, gt=0.0, le=1.0)
-    lr_schedule: Literal["constant", "cosine"] = "constant"
-    lr_final: float = Field(0.1, ge=0.0, le=1.0)
-    weight_decay: float = Field(0.01, ge=0.0, le=1.0)
-    grad_clip: float = Field(1.0, gt=0.0, le=1e6)
-    replay_ratio: float = Field(4.0, gt=0.0, le=1000.0)
-    games_per_iteration: int = Field(64, ge=1, le=1_000_000)
-    batch_size: int = Field(256, ge=1, le=1 << 20)
-    boundary_samples: bool = True
-    phasic: bool = False
-    phasic_every: int = Field(4, ge=1, le=10_000)
-    phasic_aux_epochs: int = Field(2, ge=1, le=100)
-    phasic_clone_coef: float = Field(1.0, ge=0.0, le=100.0)
-    bot: str = "greedy"
-    bot_share: float = Field(0.0, ge=0.0, le=1.0)
-    bot_taper_iterations: int = Field(10, ge=1, le=1_000_000)
-    value_target_mix: float = Field(0.0, ge=0.0, le=1.0)
-    value_target_mix_final: float | None = Field(None, ge=0.0, le=1.0)
-    successor_samples: int = Field(0, ge=0, le=44)
-    random_state_samples: int = Field(0, ge=0, le=256)
-    policy_share: float | None = Field(None, gt=0.0, le=1.0)
-    policy_share_final: float | None = Field(None, gt=0.0, le=1.0)
-    decision_batch_size: int | None = Field(None, ge=1, le=1 << 20)
-    distill_oracle: bool = False
-    seed: int = Field(0, ge=0, lt=2**63)
-    init_from: str | None = Field(None, min_length=1)
+    # -- optimiser
+    lr: float = _in("optimiser", 1e-3, "AdamW learning rate", gt=0.0, le=1.0)
+    lr_schedule: Literal["constant", "cosine"] = _in(
+        "optimiser", "constant", "constant, or cosine: half a cosine from lr to lr × lr_final over the run's clock")
+    lr_final: float = _in("optimiser", 0.1, "the cosine schedule's last rate, a fraction of lr", ge=0.0, le=1.0)
+    weight_decay: float = _in("optimiser", 0.01, "AdamW weight decay", ge=0.0, le=1.0)
+    grad_clip: float = _in("optimiser", 1.0, "gradient-norm clipping", gt=0.0, le=1e6)
+    batch_size: int = _in("optimiser", 256, "positions per optimiser step", ge=1, le=1 << 20)
+    decision_batch_size: int | None = _in(
+        "optimiser", None, "split steps by kind: boundary positions in batch_size steps of the boundary head alone, "
+        "decisions in steps of this many (needs model.boundary_head)", ge=1, le=1 << 20)
+    ema_decay: float = _in("optimiser", 0.99, "the playing network's EMA decay, after every optimiser step "
+                           "(a slower average is a slower target network)", ge=0.0, lt=1.0)
+    ema_warmup: bool = _in("optimiser", False, "EMA decay min(ema_decay, (1 + n) / (10 + n)) at its n-th update")
+    # -- targets
+    kl_targets: bool = _in("targets", True, "policy target softmax(log prior + Q/T) (Grill et al. 2020) "
+                           "instead of softmax(Q/T)")
+    temperature: float = _in("targets", 2.0, "T of the policy targets, points", gt=0.0, le=1000.0)
+    entropy_coef: float = _in("targets", 0.003, "weight of the entropy bonus", ge=0.0, le=10.0)
+    value_coef: float = _in("targets", 1.0, "weight of the value loss", ge=0.0, le=100.0)
+    aux_coef: float = _in("targets", 0.1, "weight of the auxiliary losses", ge=0.0, le=100.0)
+    value_target_mix: float = _in(
+        "targets", 0.0, "λ of the value target (1 − λ) · outcome + λ · search value (bootstrapped)", ge=0.0, le=1.0)
+    value_target_mix_final: float | None = _in(
+        "targets", None, "λ at the run's end, reached along the learning rate's half cosine (None: λ stays)",
+        ge=0.0, le=1.0)
+    distill_oracle: bool = _in("targets", False, "value targets from the exact oracle (Yahtzee; the oracle "
+                               "grades, it does not teach, unless this is on)")
+    # -- exploration
+    play_temperature: float = _in("exploration", 1.0, "self-play samples moves from the noisy target at "
+                                  "this temperature; 0 plays its argmax", ge=0.0, le=100.0)
+    dirichlet_fraction: float = _in("exploration", 0.15, "share of Dirichlet noise in the self-play prior "
+                                    "(evaluation is noise-free)", ge=0.0, le=1.0)
+    dirichlet_alpha: float = _in("exploration", 0.3, "the Dirichlet noise's alpha", gt=0.0, le=100.0)
+    # -- value samples
+    boundary_samples: bool = _in("value samples", True, "train the value head on each turn's start (no dice), "
+                                 "which full-turn search asks")
+    successor_samples: int = _in("value samples", 0, "per turn start, this many of the turn's other successor "
+                                 "cards with bootstrapped targets (needs full-turn search)", ge=0, le=44)
+    random_state_samples: int = _in("value samples", 0, "per turn start, this many random reachable cards one "
+                                    "box on (Yahtzee; needs full-turn search and the boundary head)", ge=0, le=256)
+    # -- replay
+    games_per_iteration: int = _in("replay", 64, "self-play games per iteration", ge=1, le=1_000_000)
+    replay_ratio: float = _in("replay", 4.0, "optimiser samples per new self-play position", gt=0.0, le=1000.0)
+    policy_share: float | None = _in("replay", None, "share of each draw taken among positions with a decision "
+                                     "(None: uniform draws)", gt=0.0, le=1.0)
+    policy_share_final: float | None = _in("replay", None, "the share at the run's end, along the learning "
+                                           "rate's half cosine (needs policy_share)", gt=0.0, le=1.0)
+    # -- bots
+    bot: str = _in("bots", "greedy", "the baseline bot (a registered agent) whose games are mixed in; its moves "
+                   "are one-hot policy targets")
+    bot_share: float = _in("bots", 0.0, "share of bot games at iteration 0", ge=0.0, le=1.0)
+    bot_taper_iterations: int = _in("bots", 10, "iterations over which the bot share tapers linearly to 0",
+                                    ge=1, le=1_000_000)
+    # -- start
+    seed: int = _in("start", 0, "random seed of the learner and self-play", ge=0, lt=2**63)
+    init_from: str | None = _in("start", None, "a checkpoint of the same game whose playing network a new run "
+                                "starts from (new optimiser, schedule and buffer)", min_length=1)
 
     @model_validator(mode="before")
     @classmethod
-    def _renamed(cls, data):
-        if isinstance(data, dict) and "epochs" in data:
-            raise ValueError("train.epochs (passes over the whole replay buffer) was replaced by "
-                             "train.replay_ratio: optimiser samples per new self-play position "
-                             "(epochs × buffer positions / new positions per iteration gives the same load)")
-        return data
+    def _retired(cls, data):
+        return drop_retired(data, RETIRED, "train")
 
     @model_validator(mode="after")
     def _check_split(self) -> "TrainConfig":
-        if self.decision_batch_size is not None and self.phasic:
-            raise ValueError("train.decision_batch_size splits the learner's steps by kind; phasic policy "
-                             "gradient has its own phases: use one of the two")
         if self.policy_share_final is not None and self.policy_share is None:
             raise ValueError("train.policy_share_final is the share of decisions at the run's end and needs "
                              "train.policy_share, the share at its start (uniform draws give a Yahtzee "

@@ -19,7 +19,7 @@ from yamblab.errors import ConfigError
 from yamblab.learners.config import TrainConfig
 from yamblab.learners.ema import EMA
 from yamblab.learners.health import activation_health, grad_norms
-from yamblab.learners.losses import compute_losses, masked_log_softmax
+from yamblab.learners.losses import compute_losses
 from yamblab.learners.samples import SampleBatch
 from yamblab.model.config import ModelConfig
 from yamblab.model.network import YambNet, autocast
@@ -98,21 +98,12 @@ class Learner:
         return self.version, {k: v.detach().cpu().clone() for k, v in self.ema.model.state_dict().items()}
 
     # ------------------------------------------------------------------ training
-    def _step(self, x, t, phase: str, old_logp=None) -> dict[str, float]:
+    def _step(self, x, t) -> dict[str, float]:
         cfg = self.cfg
         with autocast(self.device, self.bf16):
-            out = self.net(x, detach_value_trunk=(cfg.phasic and phase == "policy"), transformer=self.transformer)
-            losses = compute_losses(out, x, t, cfg, self.net.bin_centers, self.model_cfg.value_max,
-                                    policy_terms=(phase != "aux"))
+            out = self.net(x, transformer=self.transformer)
+            losses = compute_losses(out, x, t, cfg, self.net.bin_centers, self.model_cfg.value_max)
         loss = losses["total"]
-        if phase == "aux":
-            # PPG auxiliary phase: value + aux losses through the trunk, policy held by cloning.
-            has_p = t["has_policy"]
-            if has_p.any() and old_logp is not None:
-                logp = masked_log_softmax(out.logits[has_p].float(), x.legal[has_p])
-                kl = (old_logp.exp() * (old_logp - logp) * x.legal[has_p]).sum(dim=-1).mean()
-                loss = loss + cfg.phasic_clone_coef * kl
-                losses["clone_kl"] = kl
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         gn = grad_norms(self.net)
@@ -142,9 +133,7 @@ class Learner:
         rate ``lr`` when given (else the optimiser's current one).
 
         The runtime draws ``TrainConfig.samples_for(new positions)`` samples uniformly from the
-        replay buffer, so one pass makes the configured replay ratio. With phasic policy
-        gradient, every ``phasic_every`` calls an auxiliary phase of ``phasic_aux_epochs`` passes
-        follows.
+        replay buffer, so one pass makes the configured replay ratio.
 
         Returns:
             mean metrics over the optimiser steps (``total``, ``policy``, ``value``,
@@ -168,36 +157,17 @@ class Learner:
         acc: dict[str, list[float]] = {}
         trained = 0
 
-        def run_steps(batches, phase: str, old_logp_all=None):
-            nonlocal trained
-            for idx in batches:
-                t = {k: v[idx] for k, v in t_all.items()}
-                old = None
-                if old_logp_all is not None:
-                    old = old_logp_all[idx][t["has_policy"]]
-                m = self._step(x_all[idx], t, phase, old)
-                trained += len(idx)
-                for k, v in m.items():
-                    acc.setdefault(f"{phase}/{k}" if phase == "aux" else k, []).append(v)
-
-        def run_epochs(epochs: int, phase: str, old_logp_all=None):
-            for _ in range(epochs):
-                perm = torch.as_tensor(self.rng.permutation(n), device=self.device)
-                run_steps([perm[s:s + bs] for s in range(0, n - bs + 1, bs)], phase, old_logp_all)
-
         if cfg.decision_batch_size is not None and self.net.boundary_head is not None:
-            run_steps(self._split_batches(x_all.dice[:, 0] != 0), "policy")
-        else:
-            run_epochs(1, "policy")
+            batches = self._split_batches(x_all.dice[:, 0] != 0)
+        else:           # one pass in a random order
+            perm = torch.as_tensor(self.rng.permutation(n), device=self.device)
+            batches = [perm[s:s + bs] for s in range(0, n - bs + 1, bs)]
+        for idx in batches:
+            m = self._step(x_all[idx], {k: v[idx] for k, v in t_all.items()})
+            trained += len(idx)
+            for k, v in m.items():
+                acc.setdefault(k, []).append(v)
         self.iteration += 1
-        if cfg.phasic and self.iteration % cfg.phasic_every == 0:
-            with torch.no_grad():
-                self.net.eval()
-                with autocast(self.device, self.bf16):
-                    old = torch.cat([masked_log_softmax(self.net(x_all[s:s + 4096]).logits.float(),
-                                                        x_all.legal[s:s + 4096]) for s in range(0, n, 4096)])
-                self.net.train()
-            run_epochs(cfg.phasic_aux_epochs, "aux", old)
         self.samples_trained += trained
         metrics = {k: float(np.mean(v)) for k, v in acc.items()}
         metrics.update(steps=float(self.steps), version=float(self.version),
@@ -315,7 +285,7 @@ def compiled_transformer(net: YambNet):
     fn = torch.compile(net.transformer_pass, dynamic=True)
     eager = net.transformer_pass
 
-    def transformer(x, detach_value_trunk: bool = False):
-        return fn(x, detach_value_trunk) if len(x) >= 2 else eager(x, detach_value_trunk)
+    def transformer(x):
+        return fn(x) if len(x) >= 2 else eager(x)
 
     return transformer

@@ -34,16 +34,13 @@ def policy_entropy(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
 
 
 def compute_losses(out: NetOutput, x: Inputs, t: dict, cfg, centers: torch.Tensor,
-                   value_max: float, policy_terms: bool = True) -> dict[str, torch.Tensor]:
+                   value_max: float) -> dict[str, torch.Tensor]:
     """All loss terms and their weighted total.
 
     Args:
         out: the network's output on ``x``; t: targets from
             :meth:`~yamblab.learners.samples.SampleBatch.to_torch`; cfg: a
-            :class:`~yamblab.learners.config.TrainConfig`; centers: value-bin centres;
-            policy_terms: False leaves the policy and entropy terms out of ``total`` (the
-            auxiliary phase of phasic policy gradient trains value and aux heads alone; the
-            terms are still reported).
+            :class:`~yamblab.learners.config.TrainConfig`; centers: value-bin centres.
 
     Returns:
         dict of scalar tensors: ``total`` always, and each term that had positions in the
@@ -95,6 +92,5 @@ def compute_losses(out: NetOutput, x: Inputs, t: dict, cfg, centers: torch.Tenso
                                                     longest_straight(x.dice[has_dice]))
         aux = terms.get("aux_bonus", zero) + terms.get("aux_straight", zero)
     total = cfg.value_coef * value + cfg.aux_coef * aux
-    if policy_terms:
-        total = total + terms.get("policy", zero) - cfg.entropy_coef * terms.get("entropy", zero)
+    total = total + terms.get("policy", zero) - cfg.entropy_coef * terms.get("entropy", zero)
     return {"total": total, **terms}

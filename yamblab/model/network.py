@@ -89,13 +89,11 @@ class YambNet(nn.Module):
         self.inference_bf16 = False
 
     # ------------------------------------------------------------------ forward
-    def forward(self, x: Inputs, detach_value_trunk: bool = False, transformer=None) -> NetOutput:
+    def forward(self, x: Inputs, transformer=None) -> NetOutput:
         """Run the network.
 
         Args:
             x: :class:`Inputs` of B positions.
-            detach_value_trunk: stop the value loss's gradient at the shared trunk (the
-                policy phase of phasic policy gradient, Hilton et al. 2021).
             transformer: a callable that stands in for :meth:`transformer_pass` (same
                 arguments, same results), such as its ``torch.compile`` form that the learner
                 uses with ``runtime.learner_compile``; ``None``: :meth:`transformer_pass`.
@@ -103,11 +101,10 @@ class YambNet(nn.Module):
         if self.boundary_head is not None:
             rows = x.dice[:, 0] != 0
             if not bool(rows.all()):
-                return self._forward_split(x, rows, detach_value_trunk, transformer)
-        return self._forward_all(x, detach_value_trunk, transformer)
+                return self._forward_split(x, rows, transformer)
+        return self._forward_all(x, transformer)
 
-    def _forward_split(self, x: Inputs, rows: torch.Tensor, detach_value_trunk: bool,
-                       transformer=None) -> NetOutput:
+    def _forward_split(self, x: Inputs, rows: torch.Tensor, transformer=None) -> NetOutput:
         """Positions without dice through the boundary head alone, the others through the
         transformer too (a training batch of turn starts and decisions costs the transformer
         only its decisions)."""
@@ -122,7 +119,7 @@ class YambNet(nn.Module):
         if self.aux is not None:
             bonus, straight = bv.new_zeros(b), bv.new_zeros((b, 7))
         if bool(rows.any()):
-            inner = self._forward_all(x[rows], detach_value_trunk, transformer)
+            inner = self._forward_all(x[rows], transformer)
             idx = rows.nonzero(as_tuple=True)[0]
             logits = logits.index_put((idx,), inner.logits.to(dtype))
             value_logits = value_logits.index_put((idx,), inner.value_logits.to(dtype))
@@ -137,7 +134,7 @@ class YambNet(nn.Module):
         with full_precision(columns):
             return self.boundary_head(columns.float(), features.float())
 
-    def transformer_pass(self, x: Inputs, detach_value_trunk: bool = False) -> tuple:
+    def transformer_pass(self, x: Inputs) -> tuple:
         """The transformer alone on B positions: tokenizer, trunk, branches and heads, with no
         data-dependent branch (so ``torch.compile`` makes one graph of it).
 
@@ -148,7 +145,7 @@ class YambNet(nn.Module):
         """
         tok = self.trunk(self.tokenizer(x))
         p = self.policy_branch(tok)
-        v = self.value_branch(tok.detach() if detach_value_trunk else tok)
+        v = self.value_branch(tok)
         logits = self.policy_head(p, x.dice)
         logits = logits.masked_fill(~x.legal, torch.finfo(logits.dtype).min)
         vl, value = self._value_head(v)
@@ -181,8 +178,8 @@ class YambNet(nn.Module):
                 return vl, vl.softmax(dim=-1) @ self.bin_centers.to(vl.dtype)
             return vl, vl[:, 0] * self.cfg.value_max
 
-    def _forward_all(self, x: Inputs, detach_value_trunk: bool, transformer=None) -> NetOutput:
-        logits, vl, value, bonus, straight = (transformer or self.transformer_pass)(x, detach_value_trunk)
+    def _forward_all(self, x: Inputs, transformer=None) -> NetOutput:
+        logits, vl, value, bonus, straight = (transformer or self.transformer_pass)(x)
         bv = None
         if self.boundary_head is not None:
             # Only when some position has no dice: a batch of decisions alone leaves the

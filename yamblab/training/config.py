@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from yamblab.errors import ConfigError, YamblabError
-from yamblab.learners.config import SearchConfig, TrainConfig
+from yamblab.learners.config import SearchConfig, TrainConfig, drop_retired
 from yamblab.model.config import PRESETS, ModelConfig
 from yamblab.search.decision_set import SOLVER_LOSSES
 from yamblab.search.registry import DEPTHS, Depth
@@ -72,6 +72,10 @@ class EarlyEvaluations(BaseModel):
     until: int = Field(ge=1, le=1_000_000)
 
 
+#: runtime settings that were removed (see :data:`yamblab.learners.config.RETIRED`)
+RETIRED_RUNTIME = {"max_in_flight": (2, "self-play jobs per worker were made fixed (TASKS_PER_WORKER)")}
+
+
 class RuntimeConfig(BaseModel):
     """How a run is executed on the Ray cluster.
 
@@ -106,7 +110,6 @@ class RuntimeConfig(BaseModel):
             eager steps to float rounding only, so a run is not repeatable digit for digit
             against an eager one.
         replay_positions: size budget of the replay buffer, in positions.
-        max_in_flight: self-play tasks each worker gets per iteration's batch of games.
         max_policy_lag: how many iterations' batches of games play ahead of the learner, so
             that self-play and learning overlap. 0: serial (play with the newest weights, then
             train). 1 (default): the next batch plays, with the weights published before this
@@ -182,7 +185,6 @@ class RuntimeConfig(BaseModel):
     learner_threads: Annotated[int, Field(ge=1, le=256)] | Literal["auto"] = "auto"
     learner_compile: bool = False
     replay_positions: int = Field(200_000, ge=1, le=1_000_000_000)
-    max_in_flight: int = Field(2, ge=1, le=64)
     max_policy_lag: int = Field(1, ge=0, le=16)
     checkpoint_minutes: float = Field(0.0, ge=0.0, le=10_000.0)
     eval_every: int = Field(1, ge=1, le=1_000_000)
@@ -198,6 +200,11 @@ class RuntimeConfig(BaseModel):
     run_dir: str = "runs"
     actors: Literal["ray", "in_process"] = "ray"
     exact_eval: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data):
+        return drop_retired(data, RETIRED_RUNTIME, "runtime")
 
     @model_validator(mode="after")
     def _check_eval_early(self) -> "RuntimeConfig":

@@ -36,6 +36,11 @@ from yamblab.training.resume import (CHECKPOINT, RunState, branch_record, load_r
 from yamblab.training.run_tracking import RunTracking, numbers
 
 
+#: self-play jobs each worker gets of an iteration's games (so a worker that finishes early
+#: takes the next job rather than idling behind a slow one)
+TASKS_PER_WORKER = 2
+
+
 def _chunks(total: int, parts: int) -> list[int]:
     base, extra = divmod(total, parts)
     return [base + (1 if i < extra else 0) for i in range(parts) if base + (1 if i < extra else 0) > 0]
@@ -234,12 +239,12 @@ class TrainingRun:
         game numbers ``j × games_per_iteration`` onwards, so a batch replayed after a crash or
         a resume plays the same games and none is counted twice. Their value targets take λ
         (``train.value_target_mix``) where the run's clock stands when they start."""
-        cfg, rt = self.cfg, self.backend.cfg.runtime
+        cfg = self.cfg
         n = cfg.train.games_per_iteration
         n_bot = int(round(cfg.train.bot_share_at(j) * n))
         mix = cfg.train.value_target_mix_at(self.progress_fraction())
         jobs, first = [], j * n
-        for size in _chunks(n, max(1, self.backend.n_workers * rt.max_in_flight)):
+        for size in _chunks(n, max(1, self.backend.n_workers * TASKS_PER_WORKER)):
             jobs.append({"n": size, "seed": cfg.train.seed, "first_game": first,
                          "n_bot": max(0, min(size, n_bot - (first - j * n))), "value_target_mix": mix})
             first += size

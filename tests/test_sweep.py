@@ -118,7 +118,7 @@ def test_resume_plan_after_an_edited_spec(tmp_path, monkeypatch):
     spec, base = load_sweep(ROOT / "experiments" / "test-sweep.yaml")
     sw = Sweep(spec, base, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", progress=False)
     study = optuna.create_study(direction="minimize")
-    want = sw._want()
+    want = sw.grid()
     def add(arm, state, digest, run_id="r"):
         study.add_trial(optuna.trial.create_trial(
             params={}, distributions={}, state=state,
@@ -127,7 +127,7 @@ def test_resume_plan_after_an_edited_spec(tmp_path, monkeypatch):
                         "per_game_regret": [1.0]}))
 
     C, F = optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL
-    add("baseline", C, want[("baseline", 0)][1])       # unchanged: kept
+    add("baseline", C, want[("baseline", 0)].digest)       # unchanged: kept
     add("no-kl", C, "0123456789ab")                    # ran with another config: changed
     add("gone", C, "whatever")                         # no longer in the spec
     plan = sw.plan(study)
@@ -137,13 +137,13 @@ def test_resume_plan_after_an_edited_spec(tmp_path, monkeypatch):
     assert "changed since they ran (run again): no-kl/seed0" in text and "gone" in text
 
     # an interrupted trial (its driver killed) carries on in its own MLflow run
-    add("no-kl", optuna.trial.TrialState.RUNNING, want[("no-kl", 0)][1], run_id="run-7")
+    add("no-kl", optuna.trial.TrialState.RUNNING, want[("no-kl", 0)].digest, run_id="run-7")
     plan = sw.plan(study)
     assert [(s.key, s.why, s.run_id) for s in plan.slots] == [("no-kl/seed0", "interrupted", "run-7")]
     assert study.trials[-1].state == F
     assert "interrupted (carried on from their checkpoints): no-kl/seed0" in plan.describe(spec.name)
     # the digest ignores the run folder, and sees any change that matters
-    cfg = want[("baseline", 0)][0]
+    cfg = want[("baseline", 0)].cfg
     moved = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={"run_dir": "/elsewhere"})})
     assert config_digest(moved) == config_digest(cfg)
     assert config_digest(cfg.model_copy(update={"train": cfg.train.model_copy(update={"lr": 0.5})})) != config_digest(cfg)
@@ -164,13 +164,13 @@ def test_runs_a_killed_driver_left_are_carried_on_not_doubled(tmp_path, monkeypa
     first = Sweep(spec, base, tracking_uri=uri, progress=False)
     parent = first._parent_run(optuna.create_study(direction="minimize"))
     slot = Slot("baseline/seed0", {"arm": "baseline", "seed": 0})
-    first._open_trial(optuna.create_study(direction="minimize"), parent, slot)
+    first.open_trial(optuna.create_study(direction="minimize"), parent, slot)
 
     study = optuna.create_study(direction="minimize")      # a study that never learned their ids
     again = Sweep(spec, base, tracking_uri=uri, progress=False)
     assert again._parent_run(study) == parent == study.user_attrs["mlflow_parent_run_id"]
     slot2 = Slot("baseline/seed0", {"arm": "baseline", "seed": 0})
-    again._open_trial(study, parent, slot2)
+    again.open_trial(study, parent, slot2)
     assert slot2.run_id == slot.run_id
     client = again.tracker.client
     assert len(client.search_runs([again.tracker.experiment_id])) == 2
@@ -463,7 +463,7 @@ def test_sweep_trial_runs_the_training_actors_in_its_cpus(ray_cluster, tiny_conf
         free = ray_cluster.available_resources().get("CPU", 0.0)
         assert free == pytest.approx(ray_cluster.cluster_resources()["CPU"] - 1.0)
         out = ray_cluster.get(actor.finish.remote())
-        assert np.isfinite(np.mean(out["per_game_regret"]))
+        assert np.isfinite(np.mean(out.per_game_regret))
     finally:
         ray_cluster.kill(actor)
         remove_placement_group(pg)
@@ -695,8 +695,8 @@ def test_a_time_budgeted_trial_times_the_machine_before_and_after(tmp_path, monk
         out = runner.finish()
     finally:
         runner.run.shutdown()
-    assert (out["metrics"]["machine.oracle_seconds_start"], out["metrics"]["machine.oracle_seconds_end"]) == (0.61, 0.93)
-    text = format_run_summaries({"a": [(0, {"summary.exact_regret": 0.2, **{k: v for k, v in out["metrics"].items()
+    assert (out.metrics["machine.oracle_seconds_start"], out.metrics["machine.oracle_seconds_end"]) == (0.61, 0.93)
+    text = format_run_summaries({"a": [(0, {"summary.exact_regret": 0.2, **{k: v for k, v in out.metrics.items()
                                                                           if k.startswith("machine.")}})]})
     assert "machine s before" in text and text.splitlines()[-1].split()[-2:] == ["0.61", "0.93"]
 

@@ -69,7 +69,7 @@ class SelfPlay:
         self.cfg = train_cfg
         self.search_cfg = search_cfg
         self.game = as_game(game)
-        self.rules = rules = self.game.rules
+        self.rules = self.game.rules
         self.device = torch.device(device)
         self.net = YambNet(model_cfg).to(self.device).eval()
         self.net.inference_bf16 = bool(bf16)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,69 +31,15 @@ import numpy as np
 from yamblab.errors import ConfigError
 from yamblab.sweeps.branch import config_digest
 from yamblab.sweeps.report import _grid_key, format_run_summaries, format_table, log_aggregates, log_curves
+from yamblab.sweeps.running import Slot, TrialLoop
 from yamblab.sweeps.spec import SweepConfig
 from yamblab.sweeps.stats import ArmResult, _safe, summarise
-from yamblab.sweeps.trial import TrialRunner
-from yamblab.training.config import RunConfig, apply_overrides
+from yamblab.sweeps.trials import GridTrial, arm_config, grid_trials
+from yamblab.training.config import RunConfig
+from yamblab.training.run_tracking import RunTracking
 from yamblab.training.tracking import Tracker, code_version
 
 log = logging.getLogger(__name__)
-
-
-#: attempts a trial gets when its node (or one of its actors) is lost; each attempt after the
-#: first resumes from the trial's last checkpoint
-MAX_ATTEMPTS = 3
-
-
-def _lost(exc: BaseException) -> bool:
-    """Whether a trial's failure is the cluster's (a node, a worker process or an object was
-    lost) rather than the trial's own (an exception raised by its code)."""
-    import ray.exceptions as rx
-
-    kinds = tuple(k for k in (getattr(rx, n, None) for n in (
-        "RayActorError", "WorkerCrashedError", "NodeDiedError", "ObjectLostError", "OwnerDiedError",
-        "ObjectFetchTimedOutError", "ActorPlacementGroupRemoved", "LocalRayletDiedError",
-        "ActorUnschedulableError", "RaySystemError")) if isinstance(k, type))
-    if isinstance(exc, rx.RayTaskError):
-        cause = getattr(exc, "cause", None)
-        return isinstance(cause, kinds)
-    return isinstance(exc, kinds)
-
-
-@dataclass
-class Slot:
-    """One trial to run (or to carry on) and its state while it runs.
-
-    Attributes:
-        key: ``ARM/seedN`` (grid) or ``trialN`` (tpe); params: the Optuna parameters to enqueue
-            (``{}``: let the sampler choose); why: ``new``, ``changed`` (the arm's config changed
-            since it ran), ``interrupted`` (its driver was killed) or ``failed``.
-        run_dir, run_id: the checkpoint folder and MLflow child run of an earlier attempt.
-    """
-
-    key: str
-    params: dict
-    why: str = "new"
-    run_dir: str | None = None
-    run_id: str | None = None
-    trial: Any = None
-    cfg: Any = None
-    name: str = ""
-    actor: Any = None
-    pg: Any = None
-    it: int = 0
-    logged: int = 0
-    attempts: int = 0
-    nodes: list = field(default_factory=list)
-    last: dict = field(default_factory=dict)
-    done: bool = False
-    minutes: float = 0.0
-    offset: int = 0
-    counted: int = 0
-
-    def budget(self) -> float | None:
-        """The trial's time budget in minutes (``runtime.time_budget_minutes``), or None."""
-        return self.cfg.runtime.time_budget_minutes if self.cfg is not None else None
 
 
 @dataclass
@@ -181,8 +126,9 @@ class Sweep:
         self.progress = progress
         self.messages: list[str] = []
         self.plan_text = ""
+        self._grid: dict | None = None
 
-    def _say(self, msg: str) -> None:
+    def say(self, msg: str) -> None:
         self.messages.append(msg)
         if self.progress:
             import sys
@@ -252,15 +198,11 @@ class Sweep:
 
         return hashlib.sha256(f"{d}:{self.branch_id}".encode()).hexdigest()[:12]
 
-    def _want(self) -> dict[tuple[str, int], tuple[RunConfig, str]]:
-        """(arm, seed) -> (its config, its digest), for every trial of a grid spec."""
-        out = {}
-        for arm, ov in self.spec.arm_overrides().items():
-            for seed in self.spec.seeds:
-                cfg = apply_overrides(self.base, {**self.spec.overrides, **ov, "train.seed": seed},
-                                      source=f"sweep {self.spec.name}")
-                out[(arm, seed)] = (cfg, self._digest(cfg))
-        return out
+    def grid(self) -> dict[tuple[str, int], GridTrial]:
+        """Every trial of a grid spec, ``(arm, seed) -> GridTrial`` (expanded once)."""
+        if self._grid is None:
+            self._grid = grid_trials(self.spec, self.base, self._digest)
+        return self._grid
 
     def plan(self, study) -> Plan:
         """What to run: trials left running by a killed driver are failed (and carried on from
@@ -276,12 +218,12 @@ class Sweep:
                 study.tell(t.number, state=TS.FAIL)
                 interrupted.add(t.number)
         if self.spec.kind == "grid":
-            want = self._want()
+            want = self.grid()
             done, stale, carry = {}, set(), {}
             for t in sorted(trials, key=lambda t: t.number):
                 key = _grid_key(t)
                 d = t.user_attrs.get("config_digest")
-                ok = key in want and (d is None or d == want[key][1])
+                ok = key in want and (d is None or d == want[key].digest)
                 if t.state == TS.COMPLETE:
                     if ok:
                         done[key] = t
@@ -291,8 +233,8 @@ class Sweep:
                         plan.dropped.append(str(key[0]))
                 elif ok:   # failed or interrupted with this very config: carry on its run
                     carry[key] = (t, t.number in interrupted)
-            for (arm, seed), (cfg, digest) in want.items():
-                key = f"{arm}/seed{seed}"
+            for (arm, seed), planned in want.items():
+                key = planned.key
                 if (arm, seed) in done:
                     plan.kept.append(key)
                     continue
@@ -321,27 +263,24 @@ class Sweep:
         return [s.params for s in self.plan(study).slots]
 
     def _trial_config(self, trial, params: dict) -> tuple[RunConfig, str]:
+        """The config and name of the Optuna ``trial`` a slot asked for: a grid trial's from
+        :meth:`grid` (its arm and seed are user attributes, not Optuna parameters: an edited spec
+        changes the list of arms, and a parameter's choices may not change in a study); a tuning
+        trial's sampled from the spec's ranges."""
         if self.spec.kind == "grid":
-            # the arm and seed are the trial's user attributes, not Optuna parameters: an edited
-            # spec changes the list of arms, and a parameter's choices may not change in a study
-            arms = self.spec.arm_overrides()
-            arm, seed = params["arm"], params["seed"]
-            trial.set_user_attr("arm", arm)
-            trial.set_user_attr("seed", seed)
-            overrides = {**self.spec.overrides, **arms[arm], "train.seed": seed}
-            name = f"{arm}/seed{seed}"
-        else:
-            overrides = dict(self.spec.overrides)
-            for key, rng in self.spec.params.items():
-                if rng.choices is not None:
-                    overrides[key] = trial.suggest_categorical(key, rng.choices)
-                elif rng.integer:
-                    overrides[key] = trial.suggest_int(key, int(rng.low), int(rng.high), log=rng.log)
-                else:
-                    overrides[key] = trial.suggest_float(key, rng.low, rng.high, log=rng.log)
-            name = f"trial{trial.number}"
-        cfg = apply_overrides(self.base, overrides, source=f"sweep {self.spec.name}")
-        return cfg, name
+            planned = self.grid()[(params["arm"], params["seed"])]
+            trial.set_user_attr("arm", planned.arm)
+            trial.set_user_attr("seed", planned.seed)
+            return planned.cfg, planned.key
+        overrides = {}
+        for key, rng in self.spec.params.items():
+            if rng.choices is not None:
+                overrides[key] = trial.suggest_categorical(key, rng.choices)
+            elif rng.integer:
+                overrides[key] = trial.suggest_int(key, int(rng.low), int(rng.high), log=rng.log)
+            else:
+                overrides[key] = trial.suggest_float(key, rng.low, rng.high, log=rng.log)
+        return arm_config(self.spec, self.base, overrides), f"trial{trial.number}"
 
     def run(self) -> list[dict]:
         """Run every pending trial and return the result table rows.
@@ -358,7 +297,7 @@ class Sweep:
         parent = self._parent_run(study)
         plan = self.plan(study)
         self.plan_text = plan.describe(self.spec.name)
-        self._say(self.plan_text)
+        self.say(self.plan_text)
         self._end_finished_runs(study)
         if not plan.fresh_start:
             n = int(study.user_attrs.get("resumes", 0)) + 1
@@ -413,7 +352,7 @@ class Sweep:
         have, gpu = ray.cluster_resources().get("GPU", 0.0), cluster_has_gpu()
         arms = self.spec.arm_overrides() if self.spec.kind == "grid" else {"(every trial)": {}}
         for arm, over in arms.items():
-            cfg = apply_overrides(self.base, {**self.spec.overrides, **over})
+            cfg = arm_config(self.spec, self.base, over)
             need = sum(b.get("GPU", 0.0) for b in trial_bundles(cfg.runtime, self.spec.trial_cpus, gpu)[0])
             if need > have + 1e-9:
                 raise ConfigError(f"arm {arm}: a trial asks Ray for {need:g} GPU(s) (runtime.learner_gpus "
@@ -448,7 +387,7 @@ class Sweep:
         if b.checkpoint is not None:
             self.base_checkpoint = Path(b.checkpoint).expanduser().absolute()
             self.base_iteration = int(self._base_state["iteration"])
-            self._say(f"sweep {self.spec.name}: every trial branches from {self.base_checkpoint} "
+            self.say(f"sweep {self.spec.name}: every trial branches from {self.base_checkpoint} "
                       f"(iteration {self.base_iteration})")
             return self.base_checkpoint
         from filelock import FileLock, Timeout
@@ -459,7 +398,7 @@ class Sweep:
         try:
             lock.acquire(timeout=0)
         except Timeout:
-            self._say(f"sweep {self.spec.name}: another sweep is training the same base ({run_dir.name}); waiting for it")
+            self.say(f"sweep {self.spec.name}: another sweep is training the same base ({run_dir.name}); waiting for it")
             lock.acquire()
         try:
             return self._train_base(parent, run_dir)
@@ -476,12 +415,12 @@ class Sweep:
         if done.exists() and ckpt.exists():
             self.base_checkpoint = ckpt
             self.base_iteration = int(json.loads(done.read_text())["iteration"])
-            self._say(f"sweep {self.spec.name}: base {run_dir.name} already trained ({self.base_iteration} "
+            self.say(f"sweep {self.spec.name}: base {run_dir.name} already trained ({self.base_iteration} "
                       f"iterations): reused")
             return ckpt
         cpus = b.cpus or self.spec.parallel * self.spec.trial_cpus
         length = f"{b.iterations} iterations" if b.iterations else f"{b.minutes:g} minutes"
-        self._say(f"sweep {self.spec.name}: training the base once ({length} of the {self.spec.baseline_arm or 'baseline'} "
+        self.say(f"sweep {self.spec.name}: training the base once ({length} of the {self.spec.baseline_arm or 'baseline'} "
                   f"arm's config, seed {b.seed}, {cpus:g} CPUs) in {run_dir}"
                   + (" (carrying on its checkpoint)" if ckpt.exists() else ""))
         run = TrainingRun(self.base_cfg, run_dir, resume=ckpt.exists(), tracker=self.tracker,
@@ -501,7 +440,7 @@ class Sweep:
         return ckpt
 
     # -- running trials
-    def _open_trial(self, study, parent: str, slot: Slot) -> None:
+    def open_trial(self, study, parent: str, slot: Slot) -> None:
         """Ask Optuna for the slot's trial and give it its config, folder and MLflow run."""
         if slot.params and self.spec.kind != "grid":
             study.enqueue_trial(slot.params)
@@ -560,232 +499,24 @@ class Sweep:
             self.tracker.set_tags(run_id, {"yamblab.branched_from": str(self.base_checkpoint),
                                            "yamblab.branch_iteration": self.base_iteration})
         slot.trial, slot.cfg, slot.name, slot.run_id, slot.run_dir = trial, cfg, name, run_id, str(run_dir)
-
-    def _start_actor(self, slot: Slot):
-        """Start the slot's trial actor in a fresh placement group; returns its ``info`` future."""
-        import ray
-        from ray.util.placement_group import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        from yamblab.actors.cluster import cluster_has_gpu
-        from yamblab.training.placement import trial_bundles
-
-        Actor = ray.remote(num_cpus=0, max_restarts=0)(TrialRunner)
-        bundles, strategy = trial_bundles(slot.cfg.runtime, self.spec.trial_cpus, cluster_has_gpu())
-        slot.pg = placement_group(bundles, strategy=strategy)
-        slot.actor = Actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-            slot.pg, placement_group_capture_child_tasks=True)).remote(
-            slot.cfg, slot.run_dir, self.spec.trial_cpus, True)
-        slot.attempts += 1
-        return slot.actor.info.remote()
+        slot.tracking = RunTracking(self.tracker, cfg, run_dir, run_id)
 
     def _run_trials(self, study, parent: str, slots: list[Slot]) -> None:
-        import optuna
-        import ray
-
-        queue = list(slots)
-        active: dict[Any, tuple[Slot, str]] = {}
-        iters = self.base.runtime.iterations
-        # Trials on a time budget show the budget (trial-minutes), not iterations they will
-        # never reach; the others count iterations.
-        # (an arm that sets another budget moves the bar by its own minutes)
-        base_budget = self.base.runtime.time_budget_minutes
-        timed = base_budget is not None
-        bar = None
-        if self.progress and queue:
-            from tqdm.auto import tqdm
-
-            if timed:
-                bar = tqdm(total=len(queue) * base_budget, desc=f"sweep {self.spec.name}",
-                           unit="trial-min", bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} trial-min of time budget "
-                           "[{elapsed} elapsed]")
-            else:
-                bar = tqdm(total=len(queue) * iters, desc=f"sweep {self.spec.name}", unit="iterations")
-
-        def advance(slot: Slot, metrics: dict | None = None, to_end: bool = False) -> None:
-            """Move the bar: the trial's iterations (a branched trial's since its branch point),
-            or its minutes since its last update."""
-            if bar is None:
-                return
-            if not timed:
-                now = iters if to_end else min(iters, max(0, slot.it - slot.offset))
-                if now > slot.counted:
-                    bar.update(now - slot.counted)
-                    slot.counted = now
-                return
-            budget = slot.budget() or base_budget
-            now = budget if to_end else min(budget, float((metrics or {}).get("minutes", slot.minutes)))
-            if now > slot.minutes:
-                bar.update(now - slot.minutes)
-                slot.minutes = now
-
-        def launch(slot: Slot) -> None:
-            self._open_trial(study, parent, slot)
-            active[self._start_actor(slot)] = (slot, "info")
-
-        def next_step(slot: Slot) -> None:
-            if slot.it < slot.cfg.runtime.iterations and not slot.done:
-                active[slot.actor.iteration.remote()] = (slot, "iteration")
-            else:
-                active[slot.actor.finish.remote()] = (slot, "finish")
-
-        def log_iteration(slot: Slot, metrics: dict) -> None:
-            step = int(metrics.get("iteration", slot.it))
-            if metrics.get("branch_point"):      # a branch point: its evaluation, not a training step
-                metrics = {k: v for k, v in metrics.items() if k.startswith("eval.")}
-            if step > slot.logged:     # an iteration is logged once, whatever the attempts
-                self.tracker.log_metrics(slot.run_id, metrics, step=step)
-                slot.logged = step
-                slot.last = dict(metrics)
-                slot.it = max(slot.it, step)
-                advance(slot, metrics)
-
-        def late(slot: Slot, out: dict) -> None:
-            """Log evaluations that finished after their iteration, at their iteration."""
-            for ev in out.pop("late_evals", None) or []:
-                step = int(ev["eval.iteration"])
-                self.tracker.log_metrics(slot.run_id, ev, step=step)
-                v = ev.get("eval.regret_mean")
-                if self.spec.kind == "tpe" and v is not None and math.isfinite(v):
-                    slot.trial.report(float(v), step)
-
-        def close(slot: Slot) -> None:
-            self._release(slot)
-            if queue:
-                launch(queue.pop(0))
-
-        while queue and len(active) < self.spec.parallel:
-            launch(queue.pop(0))
-        while active:
-            ready = []
-            while not ready:      # a second at a time: Ctrl-C and SIGTERM are handled between waits
-                ready, _ = ray.wait(list(active), num_returns=1, timeout=1.0)
-            fut = ready[0]
-            slot, kind = active.pop(fut)
-            trial, run_id = slot.trial, slot.run_id
-            try:
-                out = ray.get(fut)
-            except Exception as exc:  # noqa: BLE001 - one failed trial must not stop the sweep
-                if _lost(exc) and slot.attempts < MAX_ATTEMPTS:
-                    self._say(f"trial {slot.name}: lost its node or an actor ({type(exc).__name__}) at "
-                              f"iteration {slot.it}; starting it again from its last checkpoint "
-                              f"(attempt {slot.attempts + 1} of {MAX_ATTEMPTS})")
-                    self._release(slot)
-                    active[self._start_actor(slot)] = (slot, "info")
-                    continue
-                log.error("trial %s failed: %s", slot.name, exc)
-                self._say(f"trial {slot.name} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                self.tracker.end_run(run_id, "FAILED")
-                close(slot)
-                continue
-            if kind == "info":
-                slot.it = int(out["iteration"])
-                slot.done = bool(out.get("done", False))
-                slot.nodes.append(out["node_id"])
-                tags = {"yamblab.node": out["node_id"], "yamblab.host": out["host"],
-                        "yamblab.attempts": slot.attempts, "yamblab.nodes": ",".join(n[:12] for n in slot.nodes)}
-                if out["resumed_from"] is not None:
-                    tags["yamblab.resumed_from_iteration"] = out["resumed_from"]
-                    if slot.attempts > 1 or slot.why != "new":
-                        self._say(f"trial {slot.name}: resumed from its checkpoint at iteration {out['resumed_from']}")
-                self.tracker.set_tags(run_id, tags)
-                if slot.attempts == 1 and not timed:
-                    advance(slot)
-                if out["history"] and not slot.last:
-                    slot.last = dict(out["history"][-1])      # logged by an earlier attempt or driver
-                for m in out["history"]:      # iterations the checkpoint has and MLflow lacks
-                    log_iteration(slot, m)
-                    v = m.get("eval.regret_mean")
-                    if (self.spec.kind == "tpe" and slot.attempts == 1 and v is not None and math.isfinite(v)):
-                        trial.report(float(v), int(m["iteration"]))   # a carried-on trial's new Optuna trial
-                next_step(slot)
-                continue
-            if kind == "finish":
-                late(slot, out)
-                regrets = np.asarray(out["per_game_regret"], dtype=np.float64)
-                # only what the last iteration's record lacks (a final evaluation), never a value twice
-                extra = {k: v for k, v in out.get("metrics", {}).items() if k not in slot.last}
-                if extra:
-                    self.tracker.log_metrics(run_id, extra, step=slot.it)
-                import tempfile
-
-                with tempfile.TemporaryDirectory(prefix="yamblab-trial-") as tmp:
-                    for name, data in out.get("files", {}).items():
-                        (Path(tmp) / name).write_bytes(data)
-                        self.tracker.log_artifact(run_id, Path(tmp) / name)
-                if out.get("network"):       # the resumable checkpoint stays in runs/
-                    from yamblab.model.checkpoint import network_from_state
-
-                    self.tracker.log_torch_model(run_id, network_from_state(out["network"]))
-                trial.set_user_attr("per_game_regret", [round(float(x), 6) for x in regrets])
-                main = slot.cfg.eval_depth
-                by_mode = {main: [round(float(x), 6) for x in regrets]}
-                for mode, ev in (out.get("modes") or {}).items():
-                    got = [round(float(x), 6) for x in ev["per_game_regret"]]
-                    if mode != main or len(got) > len(by_mode[main]):
-                        by_mode[mode] = got
-                trial.set_user_attr("eval_mode", main)
-                trial.set_user_attr("per_game_regret_modes", by_mode)
-                trial.set_user_attr("loss", out.get("loss", "regret"))
-                trial.set_user_attr("attempts", slot.attempts)
-                reached = {k: float(v) for k, v in out.get("metrics", {}).items()
-                           if k.startswith(("summary.", "machine.")) and math.isfinite(float(v))}
-                if reached:
-                    trial.set_user_attr("summary", reached)
-                study.tell(trial, float(regrets.mean()))
-                self.tracker.end_run(run_id)
-                if timed:
-                    advance(slot, to_end=True)
-                close(slot)
-                continue
-            slot.it = int(out.get("iteration", slot.it + 1))
-            slot.done = bool(out.pop("done", False))
-            late(slot, out)
-            log_iteration(slot, out)
-            value = out.get("eval.regret_mean")
-            if value is not None and self.spec.kind == "tpe" and math.isfinite(value):
-                trial.report(float(value), slot.it)
-                if trial.should_prune():
-                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                    self.tracker.set_tags(run_id, {"yamblab.pruned": "true"})
-                    self.tracker.end_run(run_id, "KILLED")
-                    advance(slot, to_end=True)
-                    close(slot)
-                    continue
-            next_step(slot)
-        if bar is not None:
-            bar.close()
-
-    @staticmethod
-    def _release(slot: Slot) -> None:
-        import ray
-        from ray.util.placement_group import remove_placement_group
-
-        if slot.actor is not None:
-            try:
-                ray.kill(slot.actor)
-            except Exception:  # noqa: BLE001 - already gone with its node
-                pass
-        if slot.pg is not None:
-            try:
-                remove_placement_group(slot.pg)
-            except Exception:  # noqa: BLE001
-                pass
-        slot.actor = slot.pg = None
+        """Run ``slots`` on Ray, ``parallel`` at a time (:class:`~yamblab.sweeps.running.TrialLoop`)."""
+        TrialLoop(self, study, parent, slots).run()
 
     def _results(self, study, parent: str) -> list[dict]:
         import optuna
 
         complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE
                     and "per_game_regret" in t.user_attrs]
-        want = self._want() if self.spec.kind == "grid" else {}
+        want = self.grid() if self.spec.kind == "grid" else {}
         if self.spec.kind == "grid":    # the latest finished trial of each (arm, seed) the spec has now
             latest: dict[tuple, Any] = {}
             for t in sorted(complete, key=lambda t: t.number):
                 key = _grid_key(t)
                 d = t.user_attrs.get("config_digest")
-                if key in want and (d is None or d == want[key][1]):
+                if key in want and (d is None or d == want[key].digest):
                     latest[key] = t
             complete = list(latest.values())
         groups: dict[str, list] = {}
@@ -852,7 +583,7 @@ class Sweep:
             ua = t.user_attrs
             main = ua.get("eval_mode")
             if main is None:
-                cfg = want.get(_grid_key(t), (self.base,))[0] if want else self.base
+                cfg = want[_grid_key(t)].cfg if _grid_key(t) in want else self.base
                 main = cfg.eval_depth
             by_mode = dict(ua.get("per_game_regret_modes") or {})
             by_mode.setdefault(main, ua["per_game_regret"])

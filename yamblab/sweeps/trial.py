@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from yamblab.sweeps.trials import TrialResult
 from yamblab.training.config import RunConfig
 
 #: a trial whose time budget is at least this many minutes times the machine's speed before and
@@ -140,17 +141,10 @@ class TrialRunner:
                 out.append({**m, "eval.iteration": it})
         return out
 
-    def finish(self) -> dict:
-        """Final evaluation if needed, plots and checkpoint.
-
-        Returns:
-            ``{"per_game_regret": list, "loss": str, "modes": {mode: {"per_game_regret": list,
-            "loss": str}}, "scores": list, "metrics": dict, "files": {name: bytes},
-            "network": {"model_config": dict, "ema": state_dict}}``: the last evaluation's
-            per-game losses in the main mode and in every other graded mode, the plots and
-            config (file contents travel to the driver, which logs them) and the trained network.
-            A time-budgeted trial (:func:`times_machine`) has the machine's speed before and
-            after it in ``metrics`` (``machine.oracle_seconds_start`` and ``_end``).
+    def finish(self) -> TrialResult:
+        """Final evaluation if needed, plots and checkpoint; the trial's
+        :class:`~yamblab.sweeps.trials.TrialResult` (a time-budgeted trial,
+        :func:`times_machine`, has the machine's speed before and after it in its metrics).
 
         The resumable checkpoint stays in the trial's folder, without its replay buffer once
         the trial has finished (a finished trial is never carried on; the buffer is most of
@@ -161,12 +155,10 @@ class TrialRunner:
         self.run.keep_buffer_at_end = False
         self.run.run()   # evaluates the last iteration if it was not an evaluation iteration
         out = self.run.finish()
-        files = {}
-        for f in out["files"]:
-            p = Path(f)
-            if p.name != CHECKPOINT:
-                files[p.name] = p.read_bytes()
-        out["files"] = files
-        out["late_evals"] = self._late_evals()
-        out["network"] = {"model_config": self.run.cfg.model.model_dump(), "ema": self.run.backend.ema_state()}
-        return out
+        return TrialResult(
+            per_game_regret=list(map(float, out["per_game_regret"])), loss=out["loss"],
+            modes={m: list(map(float, ev["per_game_regret"])) for m, ev in out["modes"].items()},
+            scores=list(map(float, out["scores"])), metrics=out["metrics"],
+            files={Path(f).name: Path(f).read_bytes() for f in out["files"] if Path(f).name != CHECKPOINT},
+            network={"model_config": self.run.cfg.model.model_dump(), "ema": self.run.backend.ema_state()},
+            late_evals=self._late_evals())

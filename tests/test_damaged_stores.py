@@ -178,7 +178,8 @@ def test_a_damaged_mlflow_database_is_refused_by_name_and_keeps_its_bytes(tmp_pa
 
 
 def test_a_sound_mlflow_database_is_opened_and_keeps_its_runs(tmp_path, mlflow_store):
-    from yamblab.training.tracking import Tracker, check_sqlite_store
+    from yamblab.training.stores import check_sqlite_store
+    from yamblab.training.tracking import Tracker
 
     db = tmp_path / "mlflow.db"
     db.write_bytes(mlflow_store)

@@ -106,11 +106,11 @@ def test_the_outbox_keeps_records_while_the_server_is_away_and_says_so_once(tmp_
     command that sends them later."""
     from mlflow.exceptions import MlflowException
 
-    from yamblab.training import tracking
+    from yamblab.training.outbox import Outbox
 
     t = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "x", patience_s=10, retry_s=0.05)
     run = t.start_run("r")
-    t.remote, t.uri, t._outbox = True, "http://mlflow:5000", tracking._Outbox(t)     # as a server's tracker
+    t.remote, t.uri, t._outbox = True, "http://mlflow:5000", Outbox(t)     # as a server's tracker
     real, away = t.client.log_batch, [True]
 
     def log_batch(*args, **kwargs):

@@ -45,7 +45,7 @@ def sweep(
     t0 = time.perf_counter()
     sp, base = load_sweep(spec, storage, _parse_sets(set_) if set_ else None)
     from yamblab.atomic import check_writable
-    from yamblab.training.tracking import DEFAULT_TRACKING_URI, check_sqlite_store, check_store_writable
+    from yamblab.training.stores import DEFAULT_TRACKING_URI, check_sqlite_store, check_store_writable
 
     # the places a sweep writes, named at once
     check_writable(Path(base.runtime.run_dir), "the trials' run folders")

@@ -82,7 +82,7 @@ def train(
             raise YamblabError("give --config configs/NAME.yaml (or --resume RUN)")
         cfg = load_run_config(config, _parse_sets(set_))
     from yamblab.atomic import check_writable
-    from yamblab.training.tracking import DEFAULT_TRACKING_URI, check_sqlite_store, check_store_writable
+    from yamblab.training.stores import DEFAULT_TRACKING_URI, check_sqlite_store, check_store_writable
 
     # places the run writes, named at once (a damaged MLflow database too)
     check_writable(run_dir if resume else Path(cfg.runtime.run_dir), "the run folder" if resume else "run folders")

@@ -24,17 +24,14 @@ import functools
 import logging
 import os
 import subprocess
-import sys
-import threading
-import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
-from yamblab.errors import DamagedFileError, DiskFullError, is_disk_full
+from yamblab.errors import DiskFullError, is_disk_full
 from yamblab.training.configio import flatten
+from yamblab.training.stores import DEFAULT_TRACKING_URI, check_sqlite_store, check_store_writable, sqlite_path
+from yamblab.training.outbox import WORDS, Outbox, QuietRetries, reason, say, server_away
 
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 #: MLflow's experiment-kind tag, set on yamblab's experiments: model training (not GenAI). MLflow
 #: UIs that choose an experiment's first page by it open the training runs; the 3.17 UI goes by
 #: its GenAI / Model training switch instead (:meth:`Tracker.ui_command` links with it set).
@@ -83,81 +80,6 @@ def seed_tags(params: dict) -> dict[str, str]:
     if "eval_games" in runtime:
         out["yamblab.evaluation_games"] = str(runtime["eval_games"])
     return out
-
-
-def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///PATH`` tracking URI (None: another store, or in memory)."""
-    if not uri.startswith("sqlite:"):
-        return None
-    from sqlalchemy.engine import make_url
-
-    db = make_url(uri).database
-    return None if not db or db == ":memory:" else Path(db)
-
-
-def check_store_writable(uri: str | None) -> None:
-    """Refuse at once a local store this process cannot write (MLflow would retry for minutes,
-    then answer with a traceback): an SQLite database's folder (and the file, if there), or a
-    file store's folder.
-
-    Raises:
-        YamblabError: naming the store and why.
-    """
-    from yamblab.atomic import check_writable
-    from yamblab.errors import YamblabError
-
-    uri = uri or DEFAULT_TRACKING_URI
-    path = sqlite_path(uri)
-    if path is None:
-        if uri.startswith(("sqlite:", "http://", "https://", "databricks", "postgresql", "mysql", "mssql")):
-            return
-        path = Path(uri.removeprefix("file://"))
-        check_writable(path, "the MLflow store")
-        return
-    check_writable(path.parent.absolute(), f"the MLflow database {path.name}")
-    if path.is_file() and not os.access(path, os.W_OK):
-        raise YamblabError(f"cannot write the MLflow database {path}: permission denied")
-
-
-def check_sqlite_store(uri: str) -> None:
-    """Refuse a damaged SQLite MLflow store before MLflow opens it (MLflow would build empty
-    tables in an emptied file, and answer a damaged one with a traceback).
-
-    A missing file is fine (MLflow creates it). An existing one must be a non-empty SQLite
-    database that passes SQLite's ``PRAGMA quick_check``; the check only reads (SQLite itself
-    rolls back a transaction a killed writer left half done, as MLflow's first connection would).
-    A database another process holds locked is left to MLflow.
-
-    Raises:
-        DamagedFileError: the file is empty, not an SQLite database, or fails the check; the
-            message names it and says how to keep the runs.
-    """
-    import sqlite3
-
-    path = sqlite_path(uri)
-    if path is None or not path.is_file():
-        return
-    reason = None
-    if path.stat().st_size == 0:
-        reason = "it is empty: 0 bytes"
-    else:
-        try:
-            con = sqlite3.connect(str(path), timeout=5.0)
-            try:
-                rows = [r[0] for r in con.execute("PRAGMA quick_check(3)").fetchall()]
-            finally:
-                con.close()
-            if rows != ["ok"]:
-                reason = "SQLite's quick_check finds: " + "; ".join(rows)
-        except sqlite3.OperationalError:     # locked by another writer, unreadable: MLflow says so
-            return
-        except sqlite3.DatabaseError as exc:   # not a database, a malformed image
-            reason = str(exc)
-    if reason:
-        raise DamagedFileError(
-            f"the MLflow database {path} is damaged ({reason}); yamblab will not write over it, which "
-            f"would lose its runs: restore it from a backup, or move it aside (mv {path} {path}.damaged) "
-            f"to start an empty one")
 
 
 class _QuietDiskFull(logging.Filter):
@@ -234,23 +156,23 @@ class Tracker:
             for key, value in SERVER_SETTINGS.items():
                 os.environ.setdefault(key, value)
             pool = logging.getLogger("urllib3.connectionpool")
-            if not any(isinstance(f, _QuietRetries) for f in pool.filters):
-                pool.addFilter(_QuietRetries())
+            if not any(isinstance(f, QuietRetries) for f in pool.filters):
+                pool.addFilter(QuietRetries())
         mlflow.set_tracking_uri(self.uri)
         self.client = MlflowClient(tracking_uri=self.uri)
         self.patience_s, self.retry_s = float(patience_s), float(retry_s)
         #: run id -> metric -> the last step the store has (None until read or the run is new)
         self._marks: dict[str, dict[str, int]] = {}
-        self._outbox = _Outbox(self) if self.remote else None
+        self._outbox = Outbox(self) if self.remote else None
         try:
             self.experiment_id = self._experiment_id(experiment)
         except Exception as exc:  # noqa: BLE001 - a server that does not answer is named, not a traceback
-            if not (self.remote and _server_away(exc)):
+            if not (self.remote and server_away(exc)):
                 raise
             from yamblab.errors import YamblabError
 
             raise YamblabError(f"the MLflow tracking server at {self.uri} does not answer "
-                               f"({_reason(exc)}); start it, or choose another store with --tracking-uri "
+                               f"({reason(exc)}); start it, or choose another store with --tracking-uri "
                                f"(e.g. {DEFAULT_TRACKING_URI})") from None
         self.experiment = experiment
         if not self.remote:      # a local artifact folder is written by this process: checked now
@@ -478,11 +400,11 @@ class Tracker:
         left = out.stop()
         if not sent or out.skipped:
             values = sum(len(op[2]) for op in left if op[0] == "metrics")
-            others = sorted({_WORDS[op[0]] for op in left if op[0] != "metrics"} | set(out.skipped))
+            others = sorted({WORDS[op[0]] for op in left if op[0] != "metrics"} | set(out.skipped))
             what = ", ".join(([f"{values} metric value{'s' * (values != 1)}"] if values else []) + others)
             how = (f"the run's checkpoint keeps them: once the server is back, `{backfill}` sends them "
                    f"(nothing is logged twice)" if backfill else "they are not in MLflow")
-            _say(f"MLflow: the tracking server at {self.uri} is still away after waiting "
+            say(f"MLflow: the tracking server at {self.uri} is still away after waiting "
                  f"{self.patience_s:.0f} s; not sent: {what}; {how}")
         return sent and not out.skipped
 
@@ -553,128 +475,3 @@ class Tracker:
         if self.uri.startswith(("http://", "https://")):
             return f"open {self.uri.rstrip('/')}/{page} in a browser (the MLflow server's UI)"
         return f"mlflow ui --backend-store-uri {self.uri}, then open http://127.0.0.1:5000/{page}"
-
-
-#: what each kind of record is, in the words of :meth:`Tracker.close`'s message
-_WORDS = {"params": "parameters", "tags": "tags", "text": "artifacts", "file": "artifacts",
-          "status": "the run's state", "end": "the run's end"}
-
-
-class _QuietRetries(logging.Filter):
-    """Drops the HTTP library's warning at every retry of a request (a line per attempt while a
-    server is away); the tracker says once that the server is away and once that it is back."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Retrying")
-
-
-def _say(msg: str) -> None:
-    """Tell the user (on stderr, above a progress bar if one is drawn)."""
-    try:
-        from tqdm.auto import tqdm
-
-        tqdm.write(msg, file=sys.stderr)
-    except Exception:  # noqa: BLE001 - a message, never an error
-        print(msg, file=sys.stderr, flush=True)
-
-
-def _reason(exc: BaseException) -> str:
-    """An error's gist in one short line (MLflow's messages quote whole URLs and causes)."""
-    text = " ".join(str(exc).split())
-    for cue in ("Connection refused", "timed out", "Read timed out", "Name or service not known",
-                "Max retries exceeded", "Connection reset", "Connection aborted"):
-        if cue in text:
-            return cue.lower()
-    return text[:160]
-
-
-def _server_away(exc: BaseException) -> bool:
-    """Whether a failed request means the server is away (no answer, a timeout, a 5xx answer)
-    rather than that it refused the record (a 4xx answer: sending it again would not help)."""
-    from mlflow.exceptions import MlflowException
-
-    if isinstance(exc, MlflowException):
-        return not 400 <= exc.get_http_status_code() < 500
-    try:
-        import requests
-
-        if isinstance(exc, requests.RequestException):
-            return True
-    except ImportError:  # pragma: no cover - MLflow depends on requests
-        pass
-    return isinstance(exc, OSError)
-
-
-class _Outbox:
-    """The records a :class:`Tracker` sends to a tracking server, in order, from a thread of
-    their own; while the server is away they wait and are tried again every ``retry_s``."""
-
-    def __init__(self, tracker: Tracker):
-        self.tracker = tracker
-        self.ops: deque = deque()
-        self.cv = threading.Condition()
-        self.thread: threading.Thread | None = None
-        self.closed = False
-        #: when sending started failing (None: the server answers)
-        self.away_since: float | None = None
-        #: what was not even queued while the server was away (the network as a model)
-        self.skipped: list[str] = []
-
-    def put(self, op: tuple) -> None:
-        with self.cv:
-            self.ops.append(op)
-            if self.thread is None or not self.thread.is_alive():
-                self.closed = False
-                self.thread = threading.Thread(target=self._run, name="yamblab-mlflow-outbox", daemon=True)
-                self.thread.start()
-            self.cv.notify_all()
-
-    def drain(self, timeout: float) -> bool:
-        """Wait until nothing waits (at most ``timeout`` seconds); returns whether so."""
-        with self.cv:
-            return self.cv.wait_for(lambda: not self.ops, timeout=max(0.0, timeout))
-
-    def stop(self) -> list[tuple]:
-        """Stop the sender; returns the records it did not send."""
-        with self.cv:
-            self.closed = True
-            left = list(self.ops)
-            self.ops.clear()
-            self.cv.notify_all()
-        return left
-
-    def _run(self) -> None:
-        t = self.tracker
-        while True:
-            with self.cv:
-                self.cv.wait_for(lambda: self.ops or self.closed)
-                if self.closed or not self.ops:
-                    return
-                op = self.ops[0]
-            try:
-                t._send(op)
-            except Exception as exc:  # noqa: BLE001 - the server's failure must not reach training
-                if not _server_away(exc):
-                    log.warning("MLflow refused a record (%s) of run %s: %s", op[0], op[1], _reason(exc))
-                    self._done(op)
-                    continue
-                if self.away_since is None:
-                    self.away_since = time.time()
-                    _say(f"MLflow: the tracking server at {t.uri} does not answer ({_reason(exc)}); "
-                         f"training goes on, and its records are kept here and sent when the server is back")
-                t._marks.pop(op[1], None)      # what reached the store before the answer was lost
-                with self.cv:
-                    self.cv.wait_for(lambda: self.closed, timeout=t.retry_s)
-                continue
-            if self.away_since is not None:
-                values = sum(len(o[2]) for o in [op, *list(self.ops)[1:]] if o[0] == "metrics")
-                _say(f"MLflow: the tracking server at {t.uri} answers again after "
-                     f"{time.time() - self.away_since:.0f} s; sending the {values} metric values kept meanwhile")
-                self.away_since = None
-            self._done(op)
-
-    def _done(self, op: tuple) -> None:
-        with self.cv:
-            if self.ops and self.ops[0] is op:
-                self.ops.popleft()
-            self.cv.notify_all()

@@ -707,6 +707,7 @@ def _cases(model, semantic: dict, mapping_keys=None) -> list[Case]:
 #: Bad values only a validator refuses (a name looked up when the config is read, a rule across
 #: fields): field -> [(value, the settings that make the check apply, what else the line may name)].
 SEMANTIC_RUN = {
+    "game": [("zz", {}, ("zz",)), ("Yahtzee", {}, ("Yahtzee",))],
     "rules": [("zz-rule", {}, ("zz-rule",)), ("forced,free", {}, ("joker",)), ("forced", {"game": "yamb"}, ())],
     "preset": [("zz", {"game": "yamb", "rules": None}, ("zz",)), ("croatian", {}, ()), ("tiny", {}, ())],
     "columns": [(["zz"], {"game": "yamb", "rules": None}, ("zz",)),

@@ -47,7 +47,7 @@ def test_protocol_contract(name, preset, cols):
 
 
 def test_make_game_refuses_options_of_the_other_game():
-    with pytest.raises(ConfigError, match="Yamb options"):
+    with pytest.raises(ConfigError, match="`preset` is a Yamb option; Yahtzee takes `rules`"):
         make_game("yahtzee", preset="croatian")
     with pytest.raises(ConfigError, match="Yahtzee option"):
         make_game("yamb", rules="forced")
@@ -148,7 +148,7 @@ def test_run_config_names_the_game_options():
 
     with pytest.raises(ValueError, match="Yahtzee option"):
         RunConfig(game="yamb", rules="forced")
-    with pytest.raises(ValueError, match="Yamb options"):
+    with pytest.raises(ValueError, match="`columns` is a Yamb option; Yahtzee takes `rules`"):
         RunConfig(game="yahtzee", columns=["free"])
     with pytest.raises(ValueError, match="network size"):
         RunConfig(preset="tiny")

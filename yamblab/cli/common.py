@@ -4,6 +4,7 @@ variant, and the helpers that read a variant, ``--set`` options and a bad choice
 from __future__ import annotations
 
 from yamblab.errors import YamblabError
+from yamblab.games.protocol import GAMES, foreign_options
 
 
 #: the most games one command grades, and the largest dice seed
@@ -45,15 +46,25 @@ def _parse_sets(sets: list[str]) -> dict:
     return out
 
 
-def _rules_not_for_yamb(columns_flag: str = "--columns") -> YamblabError:
-    """``--rules`` given with ``--game yamb`` (the run config's own message is make_game's)."""
-    return YamblabError(f"--rules is a Yahtzee option; Yamb takes --preset (and {columns_flag})")
+#: ``--game``'s help: the games of the one list (:data:`yamblab.games.protocol.GAMES`)
+GAME_HELP = " or ".join(GAMES) + "."
 
 
-def _unknown_game(game: str) -> YamblabError:
+def check_game_options(game: str, columns_flag: str = "--columns", **given) -> None:
+    """Refuse an unknown ``--game`` and a game option another game takes (``given``: the
+    command's ``rules``, ``preset``, ``columns`` flags; None when not given), in
+    :func:`~yamblab.games.protocol.make_game`'s words.
+
+    Raises:
+        UnknownVariantError: an unknown game; YamblabError: a foreign option.
+    """
     from yamblab.errors import UnknownVariantError
 
-    return UnknownVariantError(f"unknown game {game!r}; choose yahtzee or yamb")
+    if game not in GAMES:
+        raise UnknownVariantError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
+    foreign = [k for k, v in given.items() if v is not None and k not in GAMES[game].options]
+    if foreign:
+        raise YamblabError(foreign_options(game, foreign, lambda o: columns_flag if o == "columns" else f"--{o}"))
 
 
 def _bad_choice(what: str, value: str, choices: list[str]) -> YamblabError:

@@ -9,8 +9,7 @@ from typing import Optional
 
 import typer
 
-from yamblab.cli.common import (MAX_GAMES, MAX_SEED, RULES_HELP, _bad_choice, _rules, _rules_not_for_yamb,
-                                 _unknown_game)
+from yamblab.cli.common import GAME_HELP, MAX_GAMES, MAX_SEED, RULES_HELP, _bad_choice, _rules, check_game_options
 from yamblab.cli.user_errors import user_errors
 from yamblab.search.registry import DEPTHS
 from yamblab.errors import YamblabError
@@ -25,7 +24,7 @@ def grade(
     seed: int = typer.Option(0, min=0, max=MAX_SEED,
                              help="Dice seed: the same seed gives every agent the same dice."),
     rules: Optional[str] = typer.Option(None, help=RULES_HELP + " Yahtzee only (default forced)."),
-    game: str = typer.Option("yahtzee", help="yahtzee or yamb."),
+    game: str = typer.Option("yahtzee", help=GAME_HELP),
     preset: Optional[str] = typer.Option(None, help="Yamb rule preset (default croatian; with --game yamb)."),
     columns: Optional[str] = typer.Option(None, help="Yamb only: play only these columns of the preset, "
                                                      "comma-separated (e.g. free: the single free-column game, "
@@ -54,12 +53,7 @@ def grade(
     from yamblab.agents.base import make_agent
     from yamblab.games.protocol import make_game
 
-    if game not in ("yahtzee", "yamb"):
-        raise _unknown_game(game)
-    if game == "yamb" and rules is not None:
-        raise _rules_not_for_yamb()
-    if game == "yahtzee" and (preset is not None or columns is not None):
-        raise YamblabError("--preset and --columns are Yamb options (with --game yamb)")
+    check_game_options(game, rules=rules, preset=preset, columns=columns)
     if depth is not None and depth not in DEPTHS:
         raise _bad_choice("search depth", depth, list(DEPTHS))
     if checkpoint is not None:

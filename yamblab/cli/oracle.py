@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from yamblab.cli.common import RULES_HELP, _bad_choice, _rules, _rules_not_for_yamb, _unknown_game
+from yamblab.cli.common import GAME_HELP, RULES_HELP, _bad_choice, _rules, check_game_options
 from yamblab.cli.user_errors import user_errors
 from yamblab.errors import YamblabError
 
@@ -35,9 +35,8 @@ def oracle_build(
     Yahtzee: the whole game's table for a rule variant (cached on disk). Yamb: the exact
     solution of a single column (down, up or free) of a preset (not cached).
     """
+    check_game_options(game, "--column", rules=rules, preset=preset, columns=column)
     if game == "yamb":
-        if rules is not None:
-            raise _rules_not_for_yamb("--column")
         if rebuild or cache_dir is not None:
             raise YamblabError("--rebuild and --cache-dir are Yahtzee options: a Yamb column's "
                                "solution is not cached")
@@ -52,10 +51,6 @@ def oracle_build(
         value = api.build_column_oracle(preset, col)
         typer.echo(f"yamb preset {preset} column {col}: optimal expected score {value:.4f}")
         return
-    if game != "yahtzee":
-        raise _unknown_game(game)
-    if preset is not None or column is not None:
-        raise YamblabError("--preset and --column are Yamb options (with --game yamb)")
     if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
         raise YamblabError(f"--cache-dir {cache_dir} is a file, not a folder")
     import time
@@ -100,7 +95,7 @@ def advise(
                                      "single column ('ones=3,twos=8'), COLUMN/ROW=POINTS for a card of "
                                      "several ('down/ones=3,free/yamb=80')."),
     rules: Optional[str] = typer.Option(None, help=RULES_HELP + " Yahtzee only (default forced)."),
-    game: str = typer.Option("yahtzee", help="yahtzee or yamb."),
+    game: str = typer.Option("yahtzee", help=GAME_HELP),
     preset: Optional[str] = typer.Option(None, help="Yamb rule preset (default croatian; with --game yamb)."),
     columns: Optional[str] = typer.Option(None, help="Yamb only: the card's columns, comma-separated "
                                                      "(default: the preset's whole card). A single down, up "
@@ -117,11 +112,8 @@ def advise(
     """Rank every legal keep and box of a position: by its exact expected final score where an
     oracle solves the game (Yahtzee; a single Yamb down, up or free column), else (a Yamb card of
     several columns) by a bot's or a network's turn plan, named in the header line."""
-    if game not in ("yahtzee", "yamb"):
-        raise _unknown_game(game)
+    check_game_options(game, rules=rules)
     if game == "yamb":
-        if rules is not None:
-            raise _rules_not_for_yamb()
         _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, checkpoint, top)
         return
     yamb_only = [name for name, v in (("--preset", preset), ("--columns", columns), ("--announced", announced),

@@ -23,6 +23,8 @@ What every batch offers (the engine's own arrays, numpy, one row per game): ``n`
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -30,7 +32,29 @@ import numpy as np
 from yamblab.errors import ConfigError, UnknownVariantError
 from yamblab.games.encoding import EncodedBatch
 
-GAMES = ("yahtzee", "yamb")
+
+@dataclass(frozen=True)
+class GameEntry:
+    """A game as the run config and the command line name it.
+
+    Attributes:
+        label: the game's name in messages (``"Yahtzee"``).
+        options: the run-config options it takes, the first its main one (``rules``;
+            ``preset`` and ``columns``).
+        make: ``"module:function"`` of its folder, ``fn(**options) -> Game`` (options not
+            given are left out; the function's defaults apply).
+    """
+
+    label: str
+    options: tuple[str, ...]
+    make: str
+
+
+#: every game, by the name a run config and ``--game`` use: the one list of games
+GAMES: dict[str, GameEntry] = {
+    "yahtzee": GameEntry("Yahtzee", ("rules",), "yamblab.games.yahtzee.game:from_options"),
+    "yamb": GameEntry("Yamb", ("preset", "columns"), "yamblab.games.yamb.game:from_options"),
+}
 
 
 @runtime_checkable
@@ -111,10 +135,10 @@ def step_shared(game: Game, batch, shared: np.ndarray) -> None:
 
 def make_game(game: str = "yahtzee", rules: str | None = None, preset: str | None = None,
               columns: list[str] | tuple[str, ...] | None = None) -> Game:
-    """The game a run config names.
+    """The game a run config names (:data:`GAMES`).
 
     Args:
-        game: ``"yahtzee"`` or ``"yamb"``.
+        game: a name of :data:`GAMES`.
         rules: Yahtzee's rule variant (``"forced"``, ``"free,no-upper-bonus"``, …).
         preset: Yamb's rule preset (:data:`yamblab.games.yamb.rules.PRESETS`).
         columns: Yamb only: play only these columns of the preset, in this order (e.g.
@@ -122,24 +146,32 @@ def make_game(game: str = "yahtzee", rules: str | None = None, preset: str | Non
 
     Raises:
         UnknownVariantError: an unknown game, rule variant, preset or column kind.
-        ConfigError: an option that does not apply to the game (``preset``/``columns`` with
-            Yahtzee, ``rules`` with Yamb), or a column the preset does not have.
+        ConfigError: an option that does not apply to the game, or a column the preset does not
+            have.
     """
     key = str(game).strip().lower()
-    if key == "yahtzee":
-        if preset is not None or columns:
-            raise ConfigError("`preset` and `columns` are Yamb options; Yahtzee takes `rules`")
-        from yamblab.games.yahtzee.game import YahtzeeGame
-        from yamblab.games.yahtzee.rules import YahtzeeRules
+    entry = GAMES.get(key)
+    if entry is None:
+        raise UnknownVariantError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
+    given = {k: v for k, v in (("rules", rules), ("preset", preset), ("columns", columns)) if v}
+    foreign = [k for k in given if k not in entry.options]
+    if foreign:
+        raise ConfigError(foreign_options(key, foreign))
+    module, fn = entry.make.split(":")
+    return getattr(importlib.import_module(module), fn)(**given)
 
-        return YahtzeeGame(YahtzeeRules.parse(rules or "forced"))
-    if key == "yamb":
-        if rules is not None:
-            raise ConfigError("`rules` is a Yahtzee option; Yamb takes `preset` (and `columns`)")
-        from yamblab.games.yamb.game import YambGame
 
-        return YambGame.from_preset(preset or "croatian", columns)
-    raise UnknownVariantError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
+def foreign_options(game: str, options: list[str], flag=lambda o: f"`{o}`") -> str:
+    """The message for ``options`` given to ``game``, which does not take them: whose they are
+    and what ``game`` takes (``flag(name)`` writes an option: a config key by default, a
+    command-line flag for the CLI)."""
+    owners = sorted({e.label for k, e in GAMES.items() if k != game and set(options) & set(e.options)})
+    entry = GAMES[game]
+    names = " and ".join(flag(o) for o in options)
+    whose = f"{' / '.join(owners)} option{'s' if len(options) > 1 else ''}" if owners else "not an option"
+    takes = " and ".join(flag(o) for o in entry.options)
+    return f"{names} {'are' if len(options) > 1 else 'is'} {'a ' if len(options) == 1 and owners else ''}" \
+           f"{whose}; {entry.label} takes {takes}"
 
 
 def as_game(game_or_rules) -> Game:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from yamblab.errors import ConfigError, YamblabError
 from yamblab.learners.config import SearchConfig, TrainConfig, drop_retired
@@ -403,7 +403,7 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "run"
-    game: Literal["yahtzee", "yamb"] = "yahtzee"
+    game: str = "yahtzee"
     rules: str | None = None
     preset: str | None = None
     columns: list[str] | None = None
@@ -429,13 +429,24 @@ class RunConfig(BaseModel):
                 data = {**data, "model": {**PRESETS[size], **overrides}}
         return data
 
+    @field_validator("game")
+    @classmethod
+    def _known_game(cls, v: str) -> str:
+        from yamblab.games.protocol import GAMES
+
+        if v not in GAMES:
+            raise ValueError(f"unknown game {v!r}; choose one of {', '.join(GAMES)}")
+        return v
+
     @model_validator(mode="after")
     def _check_game(self) -> "RunConfig":
         from yamblab.games.protocol import make_game
 
+        try:
+            game = make_game(self.game, self.rules, self.preset, self.columns)
+        except YamblabError as exc:
+            raise ValueError(str(exc)) from None
         if self.game == "yahtzee":
-            if self.preset is not None or self.columns is not None:
-                raise ValueError("`preset` and `columns` are Yamb options (game: yamb); Yahtzee takes `rules`")
             if self.model.boundary_head and self.model.boundary_features == "card_middle":
                 raise ValueError("model.boundary_features: 'card_middle' reads Yamb's middle term; "
                                  "use 'yahtzee' or 'card' for Yahtzee")
@@ -449,10 +460,6 @@ class RunConfig(BaseModel):
             if self.model.boundary_head and self.model.boundary_features == "yahtzee":
                 raise ValueError("model.boundary_features: 'yahtzee' reads a Yahtzee card; "
                                  "use 'card' or 'card_middle' for Yamb")
-        try:
-            game = make_game(self.game, self.rules, self.preset, self.columns)
-        except YamblabError as exc:
-            raise ValueError(str(exc)) from None
         if self.runtime.solver_eval and not game.solved:
             raise ValueError("runtime.solver_eval: a full Yamb card has no exact oracle, so its evaluation stays "
                              "the paired comparison with the heuristic bot on the same dice; the decision set "
@@ -484,9 +491,7 @@ class RunConfig(BaseModel):
         """The :class:`~yamblab.games.protocol.Game` of this run."""
         from yamblab.games.protocol import make_game
 
-        if self.game == "yamb":
-            return make_game("yamb", None, self.preset, self.columns)
-        return make_game("yahtzee", self.rules)
+        return make_game(self.game, self.rules, self.preset, self.columns)
 
     @property
     def rules_obj(self):

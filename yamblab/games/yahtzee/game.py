@@ -100,4 +100,9 @@ class YahtzeeGame:
         return (np.asarray(batch.upper_raw) >= UPPER_BONUS_THRESHOLD).astype(np.float32)
 
 
-__all__ = ["YahtzeeGame", "encode_yahtzee_positions", "encode_yahtzee_boundary"]
+def from_options(rules: str = "forced") -> YahtzeeGame:
+    """The game of a run config's Yahtzee options (:data:`yamblab.games.protocol.GAMES`)."""
+    return YahtzeeGame(YahtzeeRules.parse(rules))
+
+
+__all__ = ["YahtzeeGame", "from_options", "encode_yahtzee_positions", "encode_yahtzee_boundary"]

@@ -196,4 +196,9 @@ class YambGame:
         return (up >= self.rules.upper_bonus_threshold).mean(axis=1).astype(np.float32)
 
 
-__all__ = ["YambGame", "ORACLE_COLUMNS", "encode_yamb_positions", "encode_yamb_boundary", "BoundaryEncoder"]
+def from_options(preset: str = "croatian", columns=None) -> YambGame:
+    """The game of a run config's Yamb options (:data:`yamblab.games.protocol.GAMES`)."""
+    return YambGame.from_preset(preset, columns)
+
+
+__all__ = ["YambGame", "from_options", "ORACLE_COLUMNS", "encode_yamb_positions", "encode_yamb_boundary", "BoundaryEncoder"]

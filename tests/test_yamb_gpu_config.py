@@ -10,10 +10,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: the config scaled down to two short games (one column of 13 turns), played at once by two
-#: workers, and two iterations; the GPU shares set to 0 on a cluster without a GPU (which would
-#: refuse them by name); the evaluation by the policy head alone
-SCALED = {"columns": ["down"], "train.games_per_iteration": 1, "train.batch_size": 64,
+#: the config scaled down to two short games, played at once by two workers, and two iterations:
+#: one down column of the five-dice card (each one-step search has about a third of jamb_nn's
+#: leaves, so the seed network's two games take 20 s of CPU rather than 70; jamb_nn's one-step
+#: search itself is tested in tests/test_search.py); the GPU shares set to 0 on a cluster without
+#: a GPU (which would refuse them by name); the evaluation by the policy head alone
+SCALED = {"preset": "croatian", "columns": ["down"], "train.games_per_iteration": 1, "train.batch_size": 64,
           "runtime.iterations": 2, "runtime.learner_gpus": 0, "runtime.eval_gpus": 0,
           "runtime.workers": 2, "runtime.worker_cpus": 0.5, "runtime.learner_cpus": 0.5, "runtime.eval_cpus": 0.5,
           "runtime.replay_positions": 5000, "runtime.eval_games": 1, "runtime.eval_depth": "none"}

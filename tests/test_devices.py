@@ -10,7 +10,8 @@ import pytest
 
 from yamblab.actors import devices
 from yamblab.errors import ConfigError
-from yamblab.training.config import RuntimeConfig, resolve_resources
+from yamblab.training.config import RuntimeConfig
+from yamblab.training.resources import resolve_resources
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -567,7 +567,8 @@ def test_a_trial_whose_learner_takes_a_gpu_gets_a_bundle_with_the_gpu():
     """Without a GPU for the learner a trial is one bundle of its CPUs; with one, the learner's
     bundle holds the GPU and the learner's CPUs and another bundle the rest (Ray would never
     place a learner that asks for a GPU in a CPU-only bundle)."""
-    from yamblab.training.config import RuntimeConfig, resolve_resources
+    from yamblab.training.config import RuntimeConfig
+    from yamblab.training.resources import resolve_resources
     from yamblab.training.placement import trial_bundles
 
     rt = RuntimeConfig()

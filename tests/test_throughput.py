@@ -18,7 +18,8 @@ from yamblab.learners.learner import Learner
 from yamblab.learners.losses import compute_losses
 from yamblab.learners.selfplay import SelfPlay
 from yamblab.model.config import ModelConfig
-from yamblab.training.config import RuntimeConfig, resolve_resources
+from yamblab.training.config import RuntimeConfig
+from yamblab.training.resources import resolve_resources
 
 HEAD = ModelConfig.preset("tiny", boundary_head=True, boundary_hidden=32)
 TRAIN = TrainConfig(value_target_mix=1.0, successor_samples=2, batch_size=64)

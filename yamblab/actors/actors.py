@@ -398,7 +398,7 @@ def eval_payload(report, version: int, seconds: float) -> dict:
 def remote_classes(cfg, res) -> dict:
     """The actor classes wrapped for Ray with the resources the run config declares (CPUs) and
     the GPUs (or shares of one) of ``res``, a resolved
-    :class:`~yamblab.training.config.Resources`."""
+    :class:`~yamblab.training.resources.Resources`."""
     import ray
 
     from yamblab.oracle.registry import has_table, table_service_class

@@ -22,55 +22,21 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from yamblab.errors import ConfigError
 from yamblab.sweeps.branch import config_digest
-from yamblab.sweeps.report import _grid_key, format_run_summaries, format_table, log_aggregates, log_curves
-from yamblab.sweeps.running import Slot, TrialLoop
+from yamblab.sweeps.report import _grid_key
+from yamblab.sweeps.results import sweep_results
+from yamblab.sweeps.running import Plan, Slot, TrialLoop
 from yamblab.sweeps.spec import SweepConfig
-from yamblab.sweeps.stats import ArmResult, _safe, summarise
+from yamblab.sweeps.stats import _safe
 from yamblab.sweeps.trials import GridTrial, arm_config, grid_trials
 from yamblab.training.config import RunConfig
 from yamblab.training.run_tracking import RunTracking
 from yamblab.training.tracking import Tracker, code_version
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Plan:
-    """What a (re)started sweep will do: trials kept, trials to run, arms left out."""
-
-    kept: list[str] = field(default_factory=list)
-    slots: list[Slot] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)
-    fresh_start: bool = True
-
-    def describe(self, name: str) -> str:
-        """The plan in words (printed when a sweep starts, and logged to its parent run)."""
-        if self.fresh_start and not self.kept and not self.dropped and all(s.why == "new" for s in self.slots):
-            return f"sweep {name}: {len(self.slots)} trials to run"
-        lines = [f"sweep {name}: resuming: {len(self.kept)} finished trials kept, {len(self.slots)} to run"]
-        by = {}
-        for s in self.slots:
-            by.setdefault(s.why, []).append(s.key)
-        words = {"interrupted": "interrupted (carried on from their checkpoints)",
-                 "changed": "changed since they ran (run again)", "new": "new (not run before)",
-                 "failed": "failed before (run again, from a checkpoint if they left one)"}
-        for why in ("interrupted", "changed", "new", "failed"):
-            if by.get(why):
-                lines.append(f"  {words[why]}: {', '.join(by[why])}")
-        if self.kept:
-            lines.append(f"  unchanged, kept: {', '.join(self.kept)}")
-        if self.dropped:
-            lines.append(f"  no longer in the spec (kept in the study, left out of the table): "
-                         f"{', '.join(self.dropped)}")
-        return "\n".join(lines)
 
 
 class Sweep:
@@ -506,95 +472,5 @@ class Sweep:
         TrialLoop(self, study, parent, slots).run()
 
     def _results(self, study, parent: str) -> list[dict]:
-        import optuna
-
-        complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE
-                    and "per_game_regret" in t.user_attrs]
-        want = self.grid() if self.spec.kind == "grid" else {}
-        if self.spec.kind == "grid":    # the latest finished trial of each (arm, seed) the spec has now
-            latest: dict[tuple, Any] = {}
-            for t in sorted(complete, key=lambda t: t.number):
-                key = _grid_key(t)
-                d = t.user_attrs.get("config_digest")
-                if key in want and (d is None or d == want[key].digest):
-                    latest[key] = t
-            complete = list(latest.values())
-        groups: dict[str, list] = {}
-        for t in complete:
-            key = _grid_key(t)[0] if self.spec.kind == "grid" else f"trial{t.number}"
-            groups.setdefault(key, []).append(t)
-        arms = {}
-        for key, trials in groups.items():
-            seed_of = (lambda t: _grid_key(t)[1]) if self.spec.kind == "grid" else (lambda t: t.number)
-            trials = sorted(trials, key=lambda t: (seed_of(t), t.number))
-            groups[key] = trials
-            arms[key] = self._arm_result(key, trials, [seed_of(t) for t in trials], want)
-        if self.spec.kind == "grid":
-            order = [a for a in self.spec.arm_overrides() if a in arms]
-            arms = {a: arms[a] for a in order}
-            baseline = self.spec.baseline_arm or (order[0] if order else "")
-        else:
-            best = min(complete, key=lambda t: t.value).number if complete else None
-            baseline = f"trial{best}" if best is not None else ""
-        target = self.spec.target_half_width
-        rows = summarise(arms, baseline, {a: m for a, m in self.judge.items() if a in arms}, target)
-        for r in rows:
-            r["training_seeds"] = [int(x) for x in arms[r["arm"]].seeds]
-            r["evaluation_seed"] = int(self.base.runtime.eval_seed)
-        loss = complete[0].user_attrs.get("loss", "regret") if complete else "regret"
-        table = format_table(rows, baseline, loss, target)
-        rt = self.base.runtime
-        games = ", ".join(f"{m} {n}" for m, n in {self.base.eval_depth: rt.eval_games, **rt.eval_modes}.items())
-        table += (f"\nTraining seeds (train.seed, one trial each): per arm above; evaluation: the same dice "
-                  f"(seed {rt.eval_seed}, runtime.eval_seed) for every arm, the first games of them in each "
-                  f"decision mode (games: {games}).")
-        if rt.solver_eval:
-            from yamblab.search.decision_set import DECISION_SEED
-
-            table += (f"\nSolver-graded losses: the decision set of {rt.solver_games} games of the oracle's own play "
-                      f"(dice seed {DECISION_SEED}), every arm graded on the same positions.")
-        branched = self.base_checkpoint is not None or self.branch_id is not None
-        if branched:
-            where = self.base_checkpoint or self.base_run_dir()
-            table += (f"\nBranched: every trial continued the base {where} from its iteration "
-                      f"{self.base_iteration or '?'} for {rt.iterations} iterations.")
-        elif self.spec.kind == "grid":     # runs from scratch: their own curves
-            runs = format_run_summaries({a: [(_grid_key(t)[1], t.user_attrs.get("summary") or {})
-                                             for t in groups[a]] for a in arms})
-            if runs:
-                table += "\n\n" + runs
-        self.table_text = table
-        self.baseline = baseline
-        log_aggregates(self.tracker, parent, rows, baseline, table)
-        if self.spec.kind == "grid":
-            try:
-                log_curves(self.tracker, parent, groups, baseline, self.judge, self.base.eval_depth, loss)
-            except Exception as exc:  # noqa: BLE001 - the table is logged already; the figures are extra
-                log.warning("could not draw the arms' learning curves: %s", exc)
-        self.tracker.end_run(parent)
-        return rows
-
-    def _arm_result(self, arm: str, trials: list, seeds: list[int], want: dict) -> ArmResult:
-        """One arm's results from its finished trials' user attributes: the main mode's
-        per-game regrets and every other mode's (trials from before modes were stored have
-        their main mode only, named by their config)."""
-        per_trial = []
-        for t in trials:
-            ua = t.user_attrs
-            main = ua.get("eval_mode")
-            if main is None:
-                cfg = want[_grid_key(t)].cfg if _grid_key(t) in want else self.base
-                main = cfg.eval_depth
-            by_mode = dict(ua.get("per_game_regret_modes") or {})
-            by_mode.setdefault(main, ua["per_game_regret"])
-            per_trial.append((main, by_mode))
-        main = per_trial[0][0]
-        common = [m for m in per_trial[0][1] if all(m in bm for _, bm in per_trial)]
-
-        def stack(mode: str) -> np.ndarray:
-            xs = [np.asarray(bm[mode], dtype=np.float64) for _, bm in per_trial]
-            n = min(len(x) for x in xs)
-            return np.stack([x[:n] for x in xs])
-
-        return ArmResult(arm, stack(main), seeds, mode=main,
-                         modes={m: stack(m) for m in common if m != main})
+        """The result table from the study (:func:`~yamblab.sweeps.results.sweep_results`)."""
+        return sweep_results(self, study, parent)

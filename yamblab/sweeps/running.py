@@ -79,6 +79,37 @@ class Slot:
         return self.cfg.runtime.time_budget_minutes if self.cfg is not None else None
 
 
+@dataclass
+class Plan:
+    """What a (re)started sweep will do: trials kept, trials to run, arms left out."""
+
+    kept: list[str] = field(default_factory=list)
+    slots: list[Slot] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    fresh_start: bool = True
+
+    def describe(self, name: str) -> str:
+        """The plan in words (printed when a sweep starts, and logged to its parent run)."""
+        if self.fresh_start and not self.kept and not self.dropped and all(s.why == "new" for s in self.slots):
+            return f"sweep {name}: {len(self.slots)} trials to run"
+        lines = [f"sweep {name}: resuming: {len(self.kept)} finished trials kept, {len(self.slots)} to run"]
+        by = {}
+        for s in self.slots:
+            by.setdefault(s.why, []).append(s.key)
+        words = {"interrupted": "interrupted (carried on from their checkpoints)",
+                 "changed": "changed since they ran (run again)", "new": "new (not run before)",
+                 "failed": "failed before (run again, from a checkpoint if they left one)"}
+        for why in ("interrupted", "changed", "new", "failed"):
+            if by.get(why):
+                lines.append(f"  {words[why]}: {', '.join(by[why])}")
+        if self.kept:
+            lines.append(f"  unchanged, kept: {', '.join(self.kept)}")
+        if self.dropped:
+            lines.append(f"  no longer in the spec (kept in the study, left out of the table): "
+                         f"{', '.join(self.dropped)}")
+        return "\n".join(lines)
+
+
 class _Bar:
     """The sweep's progress bar: trials on a time budget move it by their minutes (trial-minutes
     of budget), the others by iterations (a branched trial's since its branch point)."""

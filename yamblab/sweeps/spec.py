@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from yamblab.errors import ConfigError
-from yamblab.training.config import (EXACT_MODE, SOLVER_MODES, RunConfig, apply_overrides,
-                                     load_run_config, resolve_resources, solver_graded)
+from yamblab.training.config import EXACT_MODE, SOLVER_MODES, RunConfig, apply_overrides, load_run_config, solver_graded
+from yamblab.training.resources import resolve_resources
 from yamblab.training.configio import SetOptions, deep_update, read_yaml, validate
 
 #: What an arm can be judged on: a decision mode's played games, a solver-graded loss, or the

@@ -15,7 +15,8 @@ import logging
 from yamblab.errors import ConfigError
 from yamblab.oracle.registry import has_table, oracle_table, table_service_class
 from yamblab.actors.devices import in_process_device
-from yamblab.training.config import Resources, RunConfig, resolve_resources
+from yamblab.training.config import RunConfig
+from yamblab.training.resources import Resources, resolve_resources
 from yamblab.training.placement import bundle_options, cluster_resources, role_devices, with_resources
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,8 @@ is timed on.
 from __future__ import annotations
 
 from yamblab.errors import ConfigError
-from yamblab.training.config import Resources, RunConfig, RuntimeConfig, learner_gpus, resolve_resources
+from yamblab.training.config import RunConfig, RuntimeConfig
+from yamblab.training.resources import Resources, learner_gpus, resolve_resources
 
 
 def machine_description() -> str:

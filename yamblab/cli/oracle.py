@@ -152,7 +152,7 @@ def _print_ranked(rows: list[tuple[str, float, float]], value_name: str, top: in
 # ---------------------------------------------------------------------------- advise --game yamb
 def _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, checkpoint, top) -> None:
     """``advise --game yamb``: a single down, up or free column through the API's own Yamb advice
-    (:meth:`yamblab.service.service.Service.yamb_advice`, exact), any other card by the turn plan
+    (:func:`yamblab.service.yamb.column_advice`, exact), any other card by the turn plan
     of a bot (heuristic by default, or greedy) or of full-turn search on a network."""
     from yamblab.games.dice import validate_dice
     from yamblab.games.protocol import make_game
@@ -179,9 +179,8 @@ def _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, chec
                            "(heuristic or greedy) or by a network's (--checkpoint PATH)")
     if checkpoint is not None and not Path(checkpoint).is_file():
         raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
-    from yamblab.service.service import column_oracle, yamb_row_scores
+    from yamblab.service.yamb import column_advice, column_oracle, yamb_row_scores
 
-    advisor = _yamb_advisor()
     items = _yamb_card_items(card, r)
     arr = validate_dice(dice, r.n_dice)
     scores = []
@@ -202,8 +201,8 @@ def _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, chec
     where = f"yamb {g.label}, points so far {{so_far}}, roll {roll} of {rolls}"
     if g.solved:
         preset_name, column = g.preset, g.oracle_column
-        advisor.yamb[(preset_name, column)] = column_oracle(preset_name, column)
-        out = advisor.yamb_advice(preset_name, column, items[column], arr.tolist(), roll)
+        out = column_advice(column_oracle(preset_name, column), preset_name, column, items[column],
+                            arr.tolist(), roll)
         typer.echo(where.format(so_far=out["score_so_far"]) + f": ranked exactly by the {column} column's "
                    "oracle (expected final score under optimal play)")
         _print_ranked([(a["label"], a["expected_final"], a["loss"]) for a in out["actions"]],
@@ -232,19 +231,6 @@ def _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, chec
         value_name, offset = f"{bot} value", 0.0
     typer.echo(where.format(so_far=so_far) + ": " + how)
     _print_ranked(_yamb_ranked(batch, q, offset), value_name, top)
-
-
-def _yamb_advisor():
-    """The API's Yamb advice: a :class:`~yamblab.service.service.Service` (its ``yamb_advice`` and
-    its checks of a column's rows and points) over the column oracles put in its ``yamb``, without
-    the Yahtzee tables and agents a server loads at start-up."""
-    from yamblab.service.service import Service
-
-    class YambAdvisor(Service):
-        def __init__(self):      # no tables: the one column oracle a command needs is added later
-            self.yamb = {}
-
-    return YambAdvisor()
 
 
 def _yamb_card_items(text: str, rules) -> dict[str, dict[str, int]]:

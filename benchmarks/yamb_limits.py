@@ -253,7 +253,8 @@ def middle_term_prices(net, t: TracedAgent, points: tuple[int, int] | None = Non
         ``positions`` (int), ``price`` and ``worth`` ((mean, low, high) points per point, 95%,
         each game's positions averaged: games the unit) and ``diff`` (price − worth, paired).
     """
-    from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, column_next_rows
+    from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW
+    from yamblab.games.yamb.scoring import column_next_rows
 
     r = t.rules
     points = points or {MIN_ROW: (6, 12), MAX_ROW: (22, 28)}
@@ -345,7 +346,7 @@ def value_errors(pred: np.ndarray, real: np.ndarray, seed: int = 0) -> dict:
 
 
 def column_parts(t: TracedAgent) -> dict[str, np.ndarray]:
-    """Each column's total split into its parts (:func:`~yamblab.games.yamb.rules.column_parts`)
+    """Each column's total split into its parts (:func:`~yamblab.games.yamb.scoring.column_parts`)
     for every game of a traced agent: dict of float64 (games, C) arrays ``upper`` (Ones …
     Sixes), ``bonus``, ``middle`` (Ones × (Max − Min)), ``lower`` (combination rows) and
     ``total``, in points.
@@ -353,7 +354,7 @@ def column_parts(t: TracedAgent) -> dict[str, np.ndarray]:
     Raises:
         RuntimeError: the parts do not add up to the engine's column totals.
     """
-    from yamblab.games.yamb.rules import column_parts as parts
+    from yamblab.games.yamb.scoring import column_parts as parts
 
     G, C = t.col_total.shape
     out = {k: np.zeros((G, C)) for k in ("upper", "bonus", "middle", "lower", "total")}

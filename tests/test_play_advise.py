@@ -143,7 +143,8 @@ def test_advise_a_single_yamb_column_is_exact():
 
 
 def test_advise_a_yamb_card_by_a_bot_says_which_in_its_header():
-    from yamblab.games.yamb.rules import get_preset, row_score
+    from yamblab.games.yamb.rules import get_preset
+    from yamblab.games.yamb.scoring import row_score
 
     res = runner.invoke(app, ["advise", "--game", "yamb", "--dice", "6,6,6,6,2", "--rolls-left", "0",
                               "--card", "down/ones=3,free/yamb=80", "--agent", "greedy", "--top", "0"])

@@ -234,7 +234,7 @@ def _jamb_card(rng, n_open, announce_only=False, rules=None):
     """A card of ``rules`` (default jamb_nn) with ``n_open`` open boxes, scores drawn from what
     each row can take: only announce boxes, or (``announce_only`` false) down's last, up's first,
     free and announce boxes; one open box is a free one."""
-    from yamblab.games.yamb.rules import score_table
+    from yamblab.games.yamb.scoring import score_table
 
     r = rules or make_game("yamb", preset="jamb_nn").rules
     S = score_table(r)

@@ -5,7 +5,8 @@ import pytest
 
 from yamblab.agents.yamb_bots import GreedyAgent, make_agent, play, row_par
 from yamblab.errors import UnknownVariantError
-from yamblab.games.yamb.rules import PRESETS, card_total, get_preset, row_score
+from yamblab.games.yamb.rules import PRESETS, get_preset
+from yamblab.games.yamb.scoring import card_total, row_score
 from yamblab.games.protocol import make_game
 from yamblab.games.yamb.engine import YambBatch
 from yamblab.oracle.yamb.grading import grade_yamb, play_scores

@@ -6,7 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from yamblab.errors import IllegalActionError
-from yamblab.games.yamb.rules import PRESETS, card_total, column_parts, get_preset, legal_boxes, row_score
+from yamblab.games.yamb.rules import PRESETS, get_preset
+from yamblab.games.yamb.scoring import card_total, column_parts, legal_boxes, row_score
 from yamblab.games.yamb.engine import YambBatch, new_yamb_batch, play_random
 
 CRO = get_preset("croatian")

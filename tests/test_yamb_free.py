@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from yamblab.errors import ConfigError, IllegalActionError, UnreachablePositionError
-from yamblab.games.yamb.rules import column_parts, get_preset, row_score
+from yamblab.games.yamb.rules import get_preset
+from yamblab.games.yamb.scoring import column_parts, row_score
 from yamblab.oracle.yamb.column import ColumnOracle
 from yamblab.oracle.yamb.free import FreeColumnOracle, free_column_layout
 

@@ -14,8 +14,8 @@ from yamblab.errors import ConfigError, IllegalActionError
 from yamblab.games import encoding as E
 from yamblab.games.dice6 import dice_tables
 from yamblab.games.yamb.engine import YambBatch, new_yamb_batch
-from yamblab.games.yamb.rules import (PRESETS, YambRules, card_total, column_parts, get_preset,
-                                      legal_boxes, row_score)
+from yamblab.games.yamb.rules import PRESETS, YambRules, get_preset
+from yamblab.games.yamb.scoring import card_total, column_parts, legal_boxes, row_score
 from yamblab.oracle.yamb.turn import _turn_dp
 
 JNN = get_preset("jamb_nn")

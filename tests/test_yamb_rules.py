@@ -3,8 +3,8 @@
 import pytest
 
 from yamblab.errors import ConfigError, IllegalActionError, InvalidDiceError, UnknownVariantError, YamblabError
-from yamblab.games.yamb.rules import (PRESETS, YambRules, card_total, column_next_rows, column_parts,
-                                get_preset, row_score, score_table)
+from yamblab.games.yamb.rules import PRESETS, YambRules, get_preset
+from yamblab.games.yamb.scoring import card_total, column_next_rows, column_parts, row_score, score_table
 
 CRO = get_preset("croatian")
 SIX = get_preset("six_dice")

@@ -284,7 +284,8 @@ def _check_card(rules, scores: list[list[int]]) -> None:
         UnreachablePositionError: naming the box.
     """
     from yamblab.errors import UnreachablePositionError
-    from yamblab.games.yamb.rules import ROW_LABELS, column_next_rows, score_table
+    from yamblab.games.yamb.rules import ROW_LABELS
+    from yamblab.games.yamb.scoring import column_next_rows, score_table
 
     tab = score_table(rules)
     single = len(rules.columns) == 1
@@ -320,7 +321,8 @@ def _yamb_position(rules, scores: list[list[int]], dice, roll: int, rolls: int, 
 
     from yamblab.errors import IllegalActionError, UnreachablePositionError
     from yamblab.games.yamb.engine import YambBatch
-    from yamblab.games.yamb.rules import ROW_LABELS, column_parts
+    from yamblab.games.yamb.rules import ROW_LABELS
+    from yamblab.games.yamb.scoring import column_parts
 
     ann = -1
     if announced is not None:

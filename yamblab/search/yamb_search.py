@@ -31,7 +31,8 @@ from yamblab.games.dice6 import dice_tables
 from yamblab.games.encoding import N_ACTIONS
 from yamblab.games.yamb.engine import yamb_action_to_shared
 from yamblab.games.yamb.game import BoundaryEncoder, encode_yamb_boundary, encode_yamb_positions
-from yamblab.games.yamb.rules import YambRules, column_next_rows
+from yamblab.games.yamb.rules import YambRules
+from yamblab.games.yamb.scoring import column_next_rows
 from yamblab.oracle.yamb.turn import NEG, TurnPlanner
 
 CHUNK = 128

@@ -17,7 +17,8 @@ MAX_SEED = 2**64 - 1
 def ranked_actions(oracle, scores: list[int], dice, roll: int) -> list[dict]:
     """Every action of a single-column position, ranked by its exact expected final score
     (``loss``: below the best), a keep of the same faces once."""
-    from yamblab.games.yamb.rules import ROW_LABELS, column_parts
+    from yamblab.games.yamb.rules import ROW_LABELS
+    from yamblab.games.yamb.scoring import column_parts
 
     so_far = column_parts(oracle.rules, scores)["total"]
     q = oracle.action_values(scores, dice, roll)
@@ -52,7 +53,7 @@ def column_advice(oracle, preset: str, column: str, scores, dice, roll: int) -> 
     Raises:
         YamblabError: unknown rows, impossible scores or order, bad dice or roll number.
     """
-    from yamblab.games.yamb.rules import column_parts
+    from yamblab.games.yamb.scoring import column_parts
 
     s = yamb_row_scores(oracle.rules, scores)
     arr = validate_dice(dice, oracle.rules.n_dice)
@@ -70,7 +71,8 @@ def column_replay(oracle, preset: str, column: str, seed: int, moves: list, game
         IllegalActionError: a move the rules forbid (naming the move's number).
     """
     from yamblab.games.yamb.engine import YambBatch
-    from yamblab.games.yamb.rules import ROW_LABELS, column_parts
+    from yamblab.games.yamb.rules import ROW_LABELS
+    from yamblab.games.yamb.scoring import column_parts
 
     if not 0 <= int(seed) <= MAX_SEED:
         raise UnreachablePositionError(f"seed {seed} must be 0..2**64-1")

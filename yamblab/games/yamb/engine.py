@@ -29,8 +29,8 @@ from yamblab.errors import IllegalActionError
 from yamblab.games.yamb._engine import YambCore
 from yamblab.games.yamb._engine import placement_masks as _placement_masks
 from yamblab.games.dice6 import dice_tables
-from yamblab.games.yamb.rules import (ANNOUNCE_MODES, COLUMN_KINDS, ROW_LABELS, YambRules,
-                                get_preset, score_table)
+from yamblab.games.yamb.rules import ANNOUNCE_MODES, COLUMN_KINDS, ROW_LABELS, YambRules, get_preset
+from yamblab.games.yamb.scoring import score_table
 
 __all__ = ["YambBatch", "new_yamb_batch", "play_random", "yamb_action_to_shared",
            "shared_action_to_yamb", "placement_masks"]

@@ -44,7 +44,8 @@ import numpy as np
 
 from yamblab.errors import IllegalActionError, UnknownVariantError, UnreachablePositionError
 from yamblab.games.dice6 import DiceTables, dice_tables
-from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, get_preset, score_table
+from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, get_preset
+from yamblab.games.yamb.scoring import score_table
 
 DONE = ("done",)          # middle term settled (or known to be 0)
 START = ("none",)         # nothing of Ones / Max / Min known yet

@@ -41,7 +41,8 @@ import numpy as np
 
 from yamblab.errors import ConfigError, UnreachablePositionError
 from yamblab.games.dice6 import DiceTables, dice_tables
-from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, get_preset, score_table
+from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, get_preset
+from yamblab.games.yamb.scoring import score_table
 from yamblab.oracle.yamb.column import ActionAdvice
 
 __all__ = ["FreeColumnOracle", "free_column_layout"]

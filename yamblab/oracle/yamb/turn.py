@@ -21,7 +21,8 @@ import numpy as np
 
 from yamblab.games.dice6 import dice_tables, keep_down, keep_up
 from yamblab.games.yamb.engine import placement_masks
-from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules, score_table
+from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules
+from yamblab.games.yamb.scoring import score_table
 
 NEG = -1e9
 
@@ -181,7 +182,7 @@ class TurnPlanner:
 
         Roll 0 is the first roll (pure). ``pure``: the later rolls are pure ones (every die
         rerolled), which may also take the announce column under
-        ``rules.announce_free_on_pure_roll`` (:func:`~yamblab.games.yamb.rules.legal_boxes`).
+        ``rules.announce_free_on_pure_roll`` (:func:`~yamblab.games.yamb.scoring.legal_boxes`).
         """
         r = self.rules
         card = batch.card[games]

@@ -165,20 +165,7 @@ def _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, chec
                                "or down,up")
     g = make_game("yamb", preset=preset or "croatian", columns=cols)
     r = g.rules
-    if g.solved:
-        for name, value in (("--agent", agent), ("--checkpoint", checkpoint)):
-            if value is not None:
-                raise YamblabError(f"{name} ranks a Yamb card that has no exact oracle; a single "
-                                   f"{g.oracle_column} column is ranked exactly, by its oracle: drop {name}")
-    if announced is not None and r.announce_column < 0:
-        raise YamblabError(f"--announced {announced}: the card {g.label} has no announce column")
-    if agent is not None and checkpoint is not None:
-        raise YamblabError(f"--checkpoint is the network that ranks the actions; drop --agent {agent}")
-    if agent is not None and agent not in ("heuristic", "greedy"):
-        raise YamblabError(f"--agent {agent}: a Yamb card with no exact oracle is ranked by a bot's turn plan "
-                           "(heuristic or greedy) or by a network's (--checkpoint PATH)")
-    if checkpoint is not None and not Path(checkpoint).is_file():
-        raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
+    _check_ranker(g, announced, agent, checkpoint)
     from yamblab.service.yamb import column_advice, column_oracle, yamb_row_scores
 
     items = _yamb_card_items(card, r)
@@ -231,6 +218,26 @@ def _advise_yamb(dice, rolls_left, card, preset, columns, announced, agent, chec
         value_name, offset = f"{bot} value", 0.0
     typer.echo(where.format(so_far=so_far) + ": " + how)
     _print_ranked(_yamb_ranked(batch, q, offset), value_name, top)
+
+
+def _check_ranker(g, announced, agent, checkpoint) -> None:
+    """Refuse ``advise --game yamb`` flags that do not fit the card: a bot or network for a column
+    its oracle ranks exactly, ``--announced`` without an announce column, both a bot and a
+    network, an unknown bot, a checkpoint that is not a file."""
+    if g.solved:
+        for name, value in (("--agent", agent), ("--checkpoint", checkpoint)):
+            if value is not None:
+                raise YamblabError(f"{name} ranks a Yamb card that has no exact oracle; a single "
+                                   f"{g.oracle_column} column is ranked exactly, by its oracle: drop {name}")
+    if announced is not None and g.rules.announce_column < 0:
+        raise YamblabError(f"--announced {announced}: the card {g.label} has no announce column")
+    if agent is not None and checkpoint is not None:
+        raise YamblabError(f"--checkpoint is the network that ranks the actions; drop --agent {agent}")
+    if agent is not None and agent not in ("heuristic", "greedy"):
+        raise YamblabError(f"--agent {agent}: a Yamb card with no exact oracle is ranked by a bot's turn plan "
+                           "(heuristic or greedy) or by a network's (--checkpoint PATH)")
+    if checkpoint is not None and not Path(checkpoint).is_file():
+        raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
 
 
 def _yamb_card_items(text: str, rules) -> dict[str, dict[str, int]]:

@@ -27,6 +27,43 @@ def _help_config(value: bool) -> None:
     raise typer.Exit()
 
 
+def _resumed(resume: str, config: Path | None, set_: list[str]):
+    """``--resume``: the run's folder (a path, or a name under ``runtime.run_dir``), the config it
+    carries on with, and its iteration. The recorded config is compared with ``-c``/``--set``:
+    only what a resume may change is taken, each change said, before the folder is touched."""
+    import yaml
+
+    from yamblab.model.checkpoint import load_checkpoint
+    from yamblab.sweeps.spec import load_run_config_file as load_run_config
+    from yamblab.training.config import RunConfig, apply_overrides, resume_changes
+    from yamblab.training.configio import validate
+    from yamblab.training.resume import CHECKPOINT
+
+    run_dir = Path(resume)
+    if not _resumable(run_dir) and len(run_dir.parts) == 1:     # a bare name: a run under runtime.run_dir
+        base = load_run_config(config).runtime.run_dir if config else "runs"
+        if not _resumable(Path(base) / resume):
+            raise YamblabError(f"no run to resume named {resume}: neither {resume}/ nor {Path(base) / resume}/ "
+                               f"holds a {CHECKPOINT} or config.yaml")
+        run_dir = Path(base) / resume
+    if not _resumable(run_dir):
+        raise YamblabError(f"no run to resume at {resume}: it holds no {CHECKPOINT} or config.yaml")
+    iteration = 0
+    if (run_dir / CHECKPOINT).exists():
+        state = load_checkpoint(run_dir / CHECKPOINT)
+        text, source, iteration = state["config"], str(run_dir / CHECKPOINT), int(state["iteration"])
+    else:      # killed before its first checkpoint: the run starts again in its folder
+        text, source = (run_dir / "config.yaml").read_text(), str(run_dir / "config.yaml")
+    recorded = validate(RunConfig, yaml.safe_load(text), source)
+    if config is not None:        # the config asked for: compared with the run's, not taken blindly
+        cfg = load_run_config(config, _parse_sets(set_))
+    else:
+        cfg = apply_overrides(recorded, _parse_sets(set_), "--set") if set_ else recorded
+    for line in resume_changes(recorded, cfg, source):
+        typer.echo(f"resume changes {line}")
+    return run_dir, cfg, iteration
+
+
 @user_errors
 def train(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="Run config YAML (configs/…)."),
@@ -42,41 +79,11 @@ def train(
 
     A resume carries on the run as it was recorded; -c and --set may change only how long it
     goes, its evaluation and checkpoint cadence and the machine's resources (docs/training.md)."""
-    from yamblab.training.resume import CHECKPOINT
     from yamblab.sweeps.spec import load_run_config_file as load_run_config
-    from yamblab.training.config import apply_overrides, resume_changes
 
     iteration = 0
     if resume:
-        import yaml
-
-        from yamblab.model.checkpoint import load_checkpoint
-        from yamblab.training.config import RunConfig
-        from yamblab.training.configio import validate
-
-        run_dir = Path(resume)
-        if not _resumable(run_dir) and len(run_dir.parts) == 1:     # a bare name: a run under runtime.run_dir
-            base = load_run_config(config).runtime.run_dir if config else "runs"
-            if _resumable(Path(base) / resume):
-                run_dir = Path(base) / resume
-            else:
-                raise YamblabError(f"no run to resume named {resume}: neither {resume}/ nor {Path(base) / resume}/ "
-                                   f"holds a {CHECKPOINT} or config.yaml")
-        if not _resumable(run_dir):
-            raise YamblabError(f"no run to resume at {resume}: it holds no {CHECKPOINT} or config.yaml")
-        if (run_dir / CHECKPOINT).exists():
-            state = load_checkpoint(run_dir / CHECKPOINT)
-            text, source, iteration = state["config"], str(run_dir / CHECKPOINT), int(state["iteration"])
-        else:      # killed before its first checkpoint: the run starts again in its folder
-            text, source = (run_dir / "config.yaml").read_text(), str(run_dir / "config.yaml")
-        recorded = validate(RunConfig, yaml.safe_load(text), source)
-        if config is not None:        # the config asked for: compared with the run's, not taken blindly
-            cfg = load_run_config(config, _parse_sets(set_))
-        else:
-            cfg = apply_overrides(recorded, _parse_sets(set_), "--set") if set_ else recorded
-        # before anything in the run folder is touched: only what a resume may change
-        for line in resume_changes(recorded, cfg, source):
-            typer.echo(f"resume changes {line}")
+        run_dir, cfg, iteration = _resumed(resume, config, set_)
     else:
         if config is None:
             raise YamblabError("give --config configs/NAME.yaml (or --resume RUN)")

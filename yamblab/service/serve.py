@@ -211,16 +211,12 @@ def validation_message(errors: list[dict], model: type[BaseModel] | None = None)
                      for field, msgs in problems.items())
 
 
-def create_app(service: Service):
-    """The FastAPI app over a :class:`~yamblab.service.service.Service` (its tables already loaded)."""
-    from fastapi import FastAPI, Request
+def _answer_400(app) -> None:
+    """Every user mistake and malformed request answers 400 with one line (FastAPI's own 422
+    left out of the handlers and the schema)."""
+    from fastapi import Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse, RedirectResponse
-    from fastapi.staticfiles import StaticFiles
-
-    app = FastAPI(title="yamblab", description=__doc__.split("\n\n")[0], version="0.1.0",
-                  responses={400: {"model": Problem, "description": "A user's mistake or a malformed request, "
-                                                                   "named in one line"}})
+    from fastapi.responses import JSONResponse
 
     @app.exception_handler(YamblabError)
     async def _user_error(request: Request, exc: YamblabError):
@@ -249,6 +245,18 @@ def create_app(service: Service):
         return app.openapi_schema
 
     app.openapi = openapi
+
+
+def create_app(service: Service):
+    """The FastAPI app over a :class:`~yamblab.service.service.Service` (its tables already loaded)."""
+    from fastapi import FastAPI
+    from fastapi.responses import RedirectResponse
+    from fastapi.staticfiles import StaticFiles
+
+    app = FastAPI(title="yamblab", description=__doc__.split("\n\n")[0], version="0.1.0",
+                  responses={400: {"model": Problem, "description": "A user's mistake or a malformed request, "
+                                                                   "named in one line"}})
+    _answer_400(app)
 
     @app.get("/api/info")
     def info() -> dict[str, Any]:

@@ -27,6 +27,31 @@ from yamblab.search.valuation import NetworkValuation
 from yamblab.search.targets import add_dirichlet_noise, policy_targets
 
 
+def _bot_moves(bot, game, batch, live: np.ndarray, bl: np.ndarray, act: np.ndarray, target: np.ndarray):
+    """The bot's moves in its games (rows ``bl`` of the live games ``live``) written into
+    ``act``; returns the policy targets with a one-hot on each bot move there."""
+    bot_act = np.asarray(bot.act(batch), np.int64)
+    if not bl.any():
+        return target
+    bot_shared = game.to_shared(bot_act[live[bl]])
+    act[live[bl]] = bot_shared
+    onehot = np.zeros((int(bl.sum()), N_ACTIONS), np.float32)
+    onehot[np.arange(onehot.shape[0]), bot_shared] = 1.0
+    target = target.copy()
+    target[bl] = onehot
+    return target
+
+
+def _turn_start_backup(search, q: np.ndarray, start: np.ndarray, at_start: np.ndarray) -> np.ndarray:
+    """The search value of the turn starts ``start`` (rows ``at_start`` of ``q``): Yahtzee's full
+    turn, exact over the first roll; else the first roll's best Q, a one-roll sample of it."""
+    tv = _turn_values(search)
+    if tv is not None:
+        return tv[start].copy()
+    qm = np.where(np.isfinite(q), q, -np.inf).max(axis=1)
+    return qm[at_start].copy()
+
+
 def _turn_values(search):
     """Values of the current turns' starts computed by a full-turn search (None if none)."""
     full = getattr(search, "turn", search)
@@ -130,8 +155,7 @@ class SelfPlay:
         bot = self._bot_agent() if n_bot else None
         if bot is not None:
             bot.reset(batch)
-        parts, owners, totals_at, boundary, backups = [], [], [], [], []
-        extra = []
+        parts, owners, totals_at, backups, extra = [], [], [], [], []
         while not batch.done.all():
             live = np.flatnonzero(~batch.done)
             enc_all = game.encode(batch)
@@ -145,70 +169,50 @@ class SelfPlay:
                     parts.append((b_enc, np.zeros((start.size, N_ACTIONS), np.float32), False))
                     owners.append(start)
                     totals_at.append(batch.total[start].astype(np.float64))
-                    boundary.append(np.ones(start.size, bool))
                     backups.append(("turn", start))
                     turn_entry = len(backups) - 1
             prior, _ = self.net.predict(enc, self.search_cfg.leaf_chunk)
-            legal = enc.legal
+            q = None
             if search is None:
-                target = prior * legal
-                play = target
+                target = play = prior * enc.legal
             else:
                 q = search.q(batch)[live]
-                tv = _turn_values(search)
                 if cfg.boundary_samples and turn_entry is not None:
-                    if tv is not None:      # Yahtzee full turn: exact over the first roll
-                        backups[turn_entry] = ("q", tv[backups[turn_entry][1]].copy())
-                    else:                   # the first roll's best Q: a one-roll sample of it
-                        qm = np.where(np.isfinite(q), q, -np.inf).max(axis=1)
-                        backups[turn_entry] = ("q", qm[at_start].copy())
-                start = live[at_start]
-                if start.size and self.search_cfg.depth == "full_turn":
-                    # bootstrapped value samples off the games' path: the turn's own successors,
-                    # then (Yahtzee) random cards of the next layer
-                    for k, sample in ((cfg.successor_samples, search.successor_samples),
-                                      (cfg.random_state_samples, getattr(search, "random_state_samples", None))):
-                        got = sample(batch, start, k, rng) if k and sample is not None else None
-                        if got is not None:
-                            extra.append(got)
-                target = policy_targets(q, prior, cfg.temperature, cfg.kl_targets)
-                play = target
-                if noise and cfg.dirichlet_fraction > 0:
-                    noisy = add_dirichlet_noise(prior, legal, cfg.dirichlet_fraction, cfg.dirichlet_alpha, rng)
-                    if cfg.kl_targets:
-                        play = policy_targets(q, noisy, cfg.temperature, True)
-                    else:
-                        play = add_dirichlet_noise(target, legal, cfg.dirichlet_fraction, cfg.dirichlet_alpha, rng)
+                    backups[turn_entry] = ("q", _turn_start_backup(search, q, backups[turn_entry][1], at_start))
+                extra.extend(self._off_path_samples(search, batch, live[at_start], rng))
+                target, play = self._targets(q, prior, enc.legal, noise, rng)
             temp = cfg.play_temperature if noise else 0.0
             act = np.zeros(n, np.int64)
             act[live] = sample_actions(play, temp, rng)
             if bot is not None:
-                bot_act = np.asarray(bot.act(batch), np.int64)
-                bl = is_bot[live]
-                if bl.any():
-                    bot_shared = game.to_shared(bot_act[live[bl]])
-                    act[live[bl]] = bot_shared
-                    onehot = np.zeros((int(bl.sum()), N_ACTIONS), np.float32)
-                    onehot[np.arange(onehot.shape[0]), bot_shared] = 1.0
-                    target = target.copy()
-                    target[bl] = onehot
+                target = _bot_moves(bot, game, batch, live, is_bot[live], act, target)
             parts.append((enc, target, True))
             owners.append(live)
             totals_at.append(batch.total[live].astype(np.float64))
-            boundary.append(np.zeros(live.size, bool))
-            if search is None:
-                backups.append(("none", None))
-            else:
-                qmax = np.where(np.isfinite(q), q, -np.inf).max(axis=1)
-                backups.append(("q", qmax))
+            backups.append(("none", None) if q is None else ("q", np.where(np.isfinite(q), q, -np.inf).max(axis=1)))
             step_shared(game, batch, act)
         final = batch.total.astype(np.float64)
-        bonus = game.bonus_reached(batch)
+        lam = cfg.value_target_mix if value_target_mix is None else float(value_target_mix)
+        samples = self._samples(parts, owners, totals_at, final, game.bonus_reached(batch), extra,
+                                (backups, lam) if lam > 0 and search is not None else None)
+        net_games = ~is_bot
+        stats = {
+            "score_mean": float(final[net_games].mean()) if net_games.any() else float("nan"),
+            "bot_score_mean": float(final[is_bot].mean()) if is_bot.any() else float("nan"),
+            "positions": len(samples),
+            "leaf_positions": valuation.positions_evaluated,
+            "seconds": time.perf_counter() - t0,
+        }
+        return samples, stats
+
+    def _samples(self, parts, owners, totals_at, final, bonus, extra, mix) -> SampleBatch:
+        """The games' positions as training samples: value targets the points still to come
+        (mixed with search values when ``mix`` is ``(backups, λ)``), the off-path samples after
+        them, and (named, off by default) the oracle's values instead."""
         owner = np.concatenate(owners)
         value_target = final[owner] - np.concatenate(totals_at)
-        lam = cfg.value_target_mix if value_target_mix is None else float(value_target_mix)
-        if lam > 0 and search is not None:
-            value_target = self._mix_search_values(value_target, backups, owners, lam)
+        if mix is not None:
+            value_target = self._mix_search_values(value_target, mix[0], owners, mix[1])
         samples = SampleBatch.from_parts(
             EncodedBatch(**{f.name: np.concatenate([getattr(p[0], f.name) for p in parts])
                             for f in fields(EncodedBatch)}),
@@ -222,17 +226,35 @@ class SelfPlay:
             samples = SampleBatch.concat([samples, SampleBatch.from_parts(
                 e_enc, np.zeros((len(e_own), N_ACTIONS), np.float32), np.zeros(len(e_own), bool),
                 np.concatenate([e[1] for e in extra]), bonus[e_own])])
-        if cfg.distill_oracle:        # Yahtzee only (the run config refuses it elsewhere)
+        if self.cfg.distill_oracle:        # Yahtzee only (the run config refuses it elsewhere)
             samples.value_target[:] = self._oracle_values(samples)
-        net_games = ~is_bot
-        stats = {
-            "score_mean": float(final[net_games].mean()) if net_games.any() else float("nan"),
-            "bot_score_mean": float(final[is_bot].mean()) if is_bot.any() else float("nan"),
-            "positions": len(samples),
-            "leaf_positions": valuation.positions_evaluated,
-            "seconds": time.perf_counter() - t0,
-        }
-        return samples, stats
+        return samples
+
+    def _off_path_samples(self, search, batch, start: np.ndarray, rng) -> list:
+        """Bootstrapped value samples off the games' path at the turn starts ``start`` (full-turn
+        search only): the turn's own successors, then (Yahtzee) random cards of the next layer."""
+        cfg, out = self.cfg, []
+        if not start.size or self.search_cfg.depth != "full_turn":
+            return out
+        for k, sample in ((cfg.successor_samples, search.successor_samples),
+                          (cfg.random_state_samples, getattr(search, "random_state_samples", None))):
+            got = sample(batch, start, k, rng) if k and sample is not None else None
+            if got is not None:
+                out.append(got)
+        return out
+
+    def _targets(self, q: np.ndarray, prior: np.ndarray, legal: np.ndarray, noise: bool, rng):
+        """``(target, play)``: the policy target from search's ``q`` and the distribution self-play
+        samples from (the target, with Dirichlet noise in the prior when ``noise``)."""
+        cfg = self.cfg
+        target = play = policy_targets(q, prior, cfg.temperature, cfg.kl_targets)
+        if noise and cfg.dirichlet_fraction > 0:
+            noisy = add_dirichlet_noise(prior, legal, cfg.dirichlet_fraction, cfg.dirichlet_alpha, rng)
+            if cfg.kl_targets:
+                play = policy_targets(q, noisy, cfg.temperature, True)
+            else:
+                play = add_dirichlet_noise(target, legal, cfg.dirichlet_fraction, cfg.dirichlet_alpha, rng)
+        return target, play
 
     @staticmethod
     def _mix_search_values(outcome, backups, owners, lam: float) -> np.ndarray:

@@ -105,6 +105,38 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
 
         oracle = column_oracle(rules)
     names = decision_names(rules)
+    played = _play(agent, game, int(games), seed, first_game, oracle, progress)
+    s, by_decision, by_row = played["scores"], played["by_decision"], played["by_row"]
+    m, lo, hi = mean_ci(s)
+    if oracle:
+        g = played["regrets"]
+        rm, rlo, rhi = mean_ci(g)
+    else:
+        g = np.full(s.size, np.nan)
+        rm, rlo, rhi = float("nan"), float("nan"), float("nan")
+    up = float(played["bonus"].mean()) if rules.upper_bonus > 0 else None
+    report = GradeReport(
+        agent=getattr(agent, "name", "agent"), rules=game.label, games=int(games), seed=int(seed),
+        mean=m, ci=(lo, hi), sd=float(s.std(ddof=1)) if s.size > 1 else 0.0,
+        median=float(np.median(s)), p90=float(np.percentile(s, 90)),
+        upper_bonus_rate=up, yahtzee_rate=None, regret_mean=rm, regret_ci=(rlo, rhi),
+        regret_by_decision={k: float(v / games) for k, v in zip(names, by_decision)} if oracle else {},
+        regret_by_box={ROW_LABELS[rules.rows[i]]: float(by_row[i] / games) for i in range(rules.n_rows)}
+        if oracle else {},
+        scores=s, regrets=g, game="yamb",
+        by_column={k: float(v) for k, v in zip(rules.columns, played["columns"].mean(axis=0))},
+        column_optima={k: float(v) for k, v in (column_optima or {}).items() if k in rules.columns},
+        announce_fill_rate=float(played["announce"].mean()) if played["announce"] is not None else None)
+    _compare(report, game, int(games), seed, first_game, baseline, baseline_scores, yardsticks)
+    return report
+
+
+def _play(agent, game, games: int, seed: int, first_game: int, oracle, progress: bool) -> dict:
+    """Play the graded games, a chunk at a time: their scores, columns' points, upper bonuses and
+    filled announce boxes, and with an ``oracle`` every decision's exact regret, summed per game,
+    per decision kind and per row."""
+    rules = game.rules
+    names = decision_names(rules)
     by_decision = np.zeros(len(names))
     by_row = np.zeros(rules.n_rows)
     scores, regrets, bonus, columns, announce = [], [], [], [], []
@@ -143,27 +175,16 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
             bar.update(n)
     if bar is not None:
         bar.close()
-    s = np.concatenate(scores)
-    m, lo, hi = mean_ci(s)
-    if oracle:
-        g = np.concatenate(regrets)
-        rm, rlo, rhi = mean_ci(g)
-    else:
-        g = np.full(s.size, np.nan)
-        rm, rlo, rhi = float("nan"), float("nan"), float("nan")
-    up = float(np.concatenate(bonus).mean()) if rules.upper_bonus > 0 else None
-    report = GradeReport(
-        agent=getattr(agent, "name", "agent"), rules=game.label, games=int(games), seed=int(seed),
-        mean=m, ci=(lo, hi), sd=float(s.std(ddof=1)) if s.size > 1 else 0.0,
-        median=float(np.median(s)), p90=float(np.percentile(s, 90)),
-        upper_bonus_rate=up, yahtzee_rate=None, regret_mean=rm, regret_ci=(rlo, rhi),
-        regret_by_decision={k: float(v / games) for k, v in zip(names, by_decision)} if oracle else {},
-        regret_by_box={ROW_LABELS[rules.rows[i]]: float(by_row[i] / games) for i in range(rules.n_rows)}
-        if oracle else {},
-        scores=s, regrets=g, game="yamb",
-        by_column={k: float(v) for k, v in zip(rules.columns, np.concatenate(columns).mean(axis=0))},
-        column_optima={k: float(v) for k, v in (column_optima or {}).items() if k in rules.columns},
-        announce_fill_rate=float(np.concatenate(announce).mean()) if announce else None)
+    return {"scores": np.concatenate(scores), "regrets": np.concatenate(regrets), "bonus": np.concatenate(bonus),
+            "columns": np.concatenate(columns), "announce": np.concatenate(announce) if announce else None,
+            "by_decision": by_decision, "by_row": by_row}
+
+
+def _compare(report: GradeReport, game, games: int, seed: int, first_game: int, baseline, baseline_scores,
+             yardsticks) -> None:
+    """The paired differences of ``report``'s scores from the baseline's (played here unless its
+    ``baseline_scores`` are given) and from each yardstick's, on the same dice."""
+    s = report.scores
     if baseline is not None or baseline_scores is not None:
         if baseline_scores is None:
             baseline_scores = play_scores(baseline, game, games, seed, first_game)
@@ -178,7 +199,6 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
         if other.shape != s.shape:
             raise ValueError(f"yardstick {name!r} has {other.size} scores for {s.size} games")
         report.versus[name] = mean_ci(s - other)
-    return report
 
 
 __all__ = ["grade_yamb", "column_regrets", "play_scores", "decision_names"]

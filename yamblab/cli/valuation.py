@@ -384,6 +384,56 @@ def breakdown_cmd(
     run()
 
 
+def _check_tuning(method: str, radius, step, out: Path | None) -> None:
+    """Refuse an unknown method, an option of the other kind of method, and an ``--out`` that
+    cannot be written."""
+    from yamblab.errors import UnknownVariantError
+
+    if method not in ("cd", "tpe", "cmaes"):
+        raise UnknownVariantError(f"--method: unknown method {method!r}; choose cd, tpe or cmaes")
+    if method == "cd" and radius is not None:
+        raise YamblabError("--radius is an option of the Optuna methods (--method tpe or cmaes), not of cd")
+    if method != "cd" and step is not None:
+        raise YamblabError("--step is an option of coordinate descent (--method cd), not of the Optuna methods")
+    if out is not None and (out.is_dir() or not out.parent.is_dir()):
+        raise YamblabError(f"--out {out}: " + ("a folder, not a file" if out.is_dir() else
+                                               f"no folder {out.parent} to write it in"))
+
+
+def _start_rule(start: str, rules, stages: int):
+    """The rule a tuning starts from: a named one or a rule file, split into ``stages`` stage
+    bins when asked."""
+    from yamblab.rules_of_thumb import valuations as V
+
+    if Path(start).suffix or Path(start).exists():
+        p = Path(start)
+        if not p.is_file():
+            raise YamblabError(f"--start: {'a folder' if p.is_dir() else 'no rule file'} at {start}")
+        if p.suffix.lower() not in (".json", ".yaml", ".yml"):
+            raise YamblabError(f"--start: {start} is not a rule file (.json or .yaml)")
+        rule = V.load_rule(start)
+    else:
+        rule = V.named_rule(start, rules)
+    return V.split_stages(rule, stages) if stages else rule
+
+
+def _trials_plot(scores):
+    """Each trial's exact expected score and the best so far."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(scores, ".", ms=3, label="trial")
+    ax.plot(np.maximum.accumulate(scores), "-", label="best so far")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("exact expected score")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
 @app.command("tune")
 def tune_cmd(
     start: str = typer.Option("tuned-ramp", help="Starting rule: a name (average-ramp, tuned-ramp, "
@@ -409,31 +459,12 @@ def tune_cmd(
     def run():
         from tqdm.auto import tqdm
 
-        from yamblab.rules_of_thumb import valuations as V
         from yamblab.rules_of_thumb.tuning import coordinate_descent, optuna_search
         from yamblab.training.tracking import DEFAULT_TRACKING_URI, Tracker
 
-        if method not in ("cd", "tpe", "cmaes"):
-            raise V.UnknownVariantError(f"--method: unknown method {method!r}; choose cd, tpe or cmaes")
-        if method == "cd" and radius is not None:
-            raise YamblabError("--radius is an option of the Optuna methods (--method tpe or cmaes), not of cd")
-        if method != "cd" and step is not None:
-            raise YamblabError("--step is an option of coordinate descent (--method cd), not of the Optuna methods")
-        if out is not None and (out.is_dir() or not out.parent.is_dir()):
-            raise YamblabError(f"--out {out}: " + ("a folder, not a file" if out.is_dir() else
-                                                   f"no folder {out.parent} to write it in"))
+        _check_tuning(method, radius, step, out)
         r = _rules(rules)
-        if Path(start).suffix or Path(start).exists():
-            p = Path(start)
-            if not p.is_file():
-                raise YamblabError(f"--start: {'a folder' if p.is_dir() else 'no rule file'} at {start}")
-            if p.suffix.lower() not in (".json", ".yaml", ".yml"):
-                raise YamblabError(f"--start: {start} is not a rule file (.json or .yaml)")
-            rule = V.load_rule(start)
-        else:
-            rule = V.named_rule(start, r)
-        if stages:
-            rule = V.split_stages(rule, stages)
+        rule = _start_rule(start, r, stages)
         tracker = Tracker(tracking_uri or DEFAULT_TRACKING_URI, experiment)
         run_id = tracker.start_run(f"{method}-{rule.name}-{rule.n_params}p",
                                    params={"method": method, "start": start, "n_params": rule.n_params,
@@ -471,20 +502,7 @@ def tune_cmd(
                                      "seconds_per_eval": dt / max(1, len(res.scores))}, step=len(res.scores))
         tracker.log_text(run_id, best_rule.model_dump_json(indent=2), "best_rule.json")
         try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-
-            fig, ax = plt.subplots(figsize=(6, 3.5))
-            ax.plot(res.scores, ".", ms=3, label="trial")
-            ax.plot(np.maximum.accumulate(res.scores), "-", label="best so far")
-            ax.set_xlabel("trial")
-            ax.set_ylabel("exact expected score")
-            ax.legend()
-            fig.tight_layout()
-            tracker.log_figure(run_id, fig, "score_vs_trials.png")
-            plt.close(fig)
+            tracker.log_figure(run_id, _trials_plot(res.scores), "score_vs_trials.png")
         finally:
             tracker.end_run(run_id)
         if out is not None:

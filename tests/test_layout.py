@@ -253,3 +253,14 @@ def test_the_readme_is_a_guide_and_its_links_lead_somewhere():
         elif anchor and anchor not in {slug(h) for h in re.findall(r"^#+ (.+)$", path.read_text(), re.M)}:
             bad.append(f"{target[0]}#{anchor}")
     assert not bad, f"README links that lead nowhere: {bad}"
+
+
+def test_modules_and_functions_stay_readable():
+    """No module of the package over 500 lines (Cython kernels aside) and no function over 80:
+    a reader sees a piece whole."""
+    long_modules = [f"{p.relative_to(PACKAGE.parent)} ({n} lines)" for p in sorted(PACKAGE.rglob("*.py"))
+                    if (n := len(p.read_text().splitlines())) > 500]
+    long_functions = [f"{p.relative_to(PACKAGE.parent)}:{f.lineno} {f.name} ({f.end_lineno - f.lineno + 1} lines)"
+                      for p in sorted(PACKAGE.rglob("*.py")) for f in ast.walk(ast.parse(p.read_text()))
+                      if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.end_lineno - f.lineno + 1 > 80]
+    assert not long_modules and not long_functions, ("split these:\n" + "\n".join(long_modules + long_functions))

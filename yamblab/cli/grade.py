@@ -15,6 +15,33 @@ from yamblab.search.registry import DEPTHS
 from yamblab.errors import YamblabError
 
 
+def _graded_agent(agent, checkpoint, valuation, depth) -> tuple[str, str | None]:
+    """The agent graded and its valuation: ``--checkpoint`` is the search agent on that network;
+    ``--valuation`` and ``--depth`` belong to the search agent alone.
+
+    Raises:
+        YamblabError: an option of another agent, a missing checkpoint, an unknown depth.
+    """
+    if depth is not None and depth not in DEPTHS:
+        raise _bad_choice("search depth", depth, list(DEPTHS))
+    if checkpoint is not None:
+        if agent not in (None, "search"):
+            raise YamblabError(f"--checkpoint plays the search agent on its network; drop --agent {agent}")
+        if valuation is not None:
+            raise YamblabError("--checkpoint is the valuation; drop --valuation")
+        if not Path(checkpoint).is_file():
+            raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
+        agent, valuation = "search", checkpoint
+    agent = agent if agent is not None else "greedy"
+    if agent != "search" and valuation is not None:
+        raise YamblabError(f"--valuation is an option of the search agent, not of {agent}")
+    if agent != "search" and depth is not None:
+        raise YamblabError(f"--depth is an option of the search agent, not of {agent}")
+    if valuation is not None and valuation != "oracle" and not Path(valuation).is_file():
+        raise YamblabError(f"--valuation: no checkpoint file at {valuation} (or use 'oracle')")
+    return agent, valuation
+
+
 @user_errors
 def grade(
     agent: Optional[str] = typer.Option(None, help="A registered agent (default greedy). Yahtzee: random, "
@@ -54,23 +81,7 @@ def grade(
     from yamblab.games.protocol import make_game
 
     check_game_options(game, rules=rules, preset=preset, columns=columns)
-    if depth is not None and depth not in DEPTHS:
-        raise _bad_choice("search depth", depth, list(DEPTHS))
-    if checkpoint is not None:
-        if agent not in (None, "search"):
-            raise YamblabError(f"--checkpoint plays the search agent on its network; drop --agent {agent}")
-        if valuation is not None:
-            raise YamblabError("--checkpoint is the valuation; drop --valuation")
-        if not Path(checkpoint).is_file():
-            raise YamblabError(f"--checkpoint: no checkpoint file at {checkpoint}")
-        agent, valuation = "search", checkpoint
-    agent = agent if agent is not None else "greedy"
-    if agent != "search" and valuation is not None:
-        raise YamblabError(f"--valuation is an option of the search agent, not of {agent}")
-    if agent != "search" and depth is not None:
-        raise YamblabError(f"--depth is an option of the search agent, not of {agent}")
-    if valuation is not None and valuation != "oracle" and not Path(valuation).is_file():
-        raise YamblabError(f"--valuation: no checkpoint file at {valuation} (or use 'oracle')")
+    agent, valuation = _graded_agent(agent, checkpoint, valuation, depth)
     if game == "yamb":
         cols = [c.strip() for c in columns.split(",")] if columns is not None else None
         if cols is not None and not all(cols):

@@ -73,6 +73,16 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
                             "the games column counts the set's games)"))
     compared = [r for r in rows if "diff" in r]
     if compared:
+        lines += _comparison_notes(compared, baseline, target)
+    return "\n".join(lines)
+
+
+def _comparison_notes(compared: list[dict], baseline: str, target: float | None) -> list[str]:
+    """The table's notes on the compared arms: what MDE means, then per mode the paired
+    intervals' half-widths against ``target`` and each arm's variance components with the
+    design that would reach it."""
+    lines = []
+    if compared:
         z = minimum_detectable_effect(1.0)
         lines.append(f"Each arm is compared with {baseline} in the mode it is judged on (played games: none, the "
                      f"policy head alone; one_step, full_turn: search; solver-graded: as named above). MDE: the "
@@ -102,7 +112,7 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
                     if n_games > r["games"]:
                         line += f" (at {r['games']} games the games' own spread alone is too wide)"
                 lines.append(line)
-    return "\n".join(lines)
+    return lines
 
 
 def plot_table(rows: list[dict], baseline: str):

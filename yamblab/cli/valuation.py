@@ -176,25 +176,6 @@ def _labels():
     return BOX_LABELS
 
 
-#: The Best Values post's figures for each row of its table: (exact score, upper-bonus rate or None)
-PUBLISHED = {
-    "zero": (217.38, 0.031), "average": (235.00, 0.204), "average-step": (232.32, None),
-    "average-ramp": (243.20, 0.596), "fit": (241.14, None), "fit-stages": (239.09, None),
-    "tuned-ramp": (251.82, 0.637),
-}
-PUBLISHED_FIT = {"fit": 5.16, "fit-stages": 2.53}
-ROW_TITLES = {
-    "zero": "greedy (zero valuation)",
-    "average": "average values",
-    "average-step": "+ bonus as a 35-point step",
-    "average-ramp": "+ bonus as a ramp, + 9 for a Yahtzee",
-    "fit": "least-squares fit (visited states)",
-    "fit-stages": "the same fitted per stage",
-    "tuned-ramp": "tuned ramp (17 parameters)",
-    "staged-ramp": "staged ramp (per third of the game)",
-}
-
-
 def table_rows(rules, progress: bool = True, occupancies: dict | None = None) -> list[dict]:
     """Every row of the Best Values post's table, computed exactly: score, bonus rate, regret, fit error.
 
@@ -212,6 +193,7 @@ def table_rows(rules, progress: bool = True, occupancies: dict | None = None) ->
     """
     from yamblab.rules_of_thumb import valuations as V
     from yamblab.rules_of_thumb.occupancy import forward_occupancy
+    from yamblab.rules_of_thumb.published import PUBLISHED, PUBLISHED_FIT, ROW_TITLES
     from yamblab.oracle.yahtzee.table import OracleTable
 
     from yamblab.games.yahtzee.rules import OFFICIAL

@@ -95,12 +95,16 @@ def test_help_config_prints_every_training_setting_once_by_block():
     import re
 
     from yamblab.learners.config import BLOCKS, TrainConfig
+    from yamblab.training.config import RUNTIME_BLOCKS, RuntimeConfig
 
     r = runner.invoke(app, ["train", "--help-config"])
     assert r.exit_code == 0, r.output
     named = re.findall(r"^  train\.(\w+): (.*)$", r.output, re.M)
     assert sorted(n for n, _ in named) == sorted(TrainConfig.model_fields)
     assert dict(named)["lr"] == "0.001" and dict(named)["init_from"] == "null" and dict(named)["kl_targets"] == "true"
-    heads = re.findall(r"^(\w[\w ]*): ", r.output, re.M)
-    assert heads == list(BLOCKS)
+    runtime = re.findall(r"^  runtime\.(\w+): (.*)$", r.output, re.M)
+    assert sorted(n for n, _ in runtime) == sorted(RuntimeConfig.model_fields)
+    heads = re.findall(r"^(\w+) / (\w[\w ]*): ", r.output, re.M)
+    assert heads == [("train", b) for b in BLOCKS] + [("runtime", b) for b in RUNTIME_BLOCKS]
     assert all(TrainConfig.model_fields[n].description for n, _ in named)
+    assert all(RuntimeConfig.model_fields[n].description for n, _ in runtime)

@@ -17,13 +17,15 @@ def _help_config(value: bool) -> None:
     if not value:
         return
     from yamblab.learners.config import BLOCKS, settings_by_block
+    from yamblab.training.config import RUNTIME_BLOCKS, RuntimeConfig
 
-    for block, settings in settings_by_block().items():
-        typer.echo(f"\n{block}: {BLOCKS[block]}")
-        for name, default, text in settings:
-            shown = "null" if default is None else str(default).lower() if isinstance(default, bool) else default
-            typer.echo(f"  train.{name}: {shown}\n      {text}")
-    typer.echo("\nset one with -c CONFIG.yaml (train: {NAME: VALUE}) or --set train.NAME=VALUE")
+    for section, model, blocks in (("train", None, BLOCKS), ("runtime", RuntimeConfig, RUNTIME_BLOCKS)):
+        for block, settings in settings_by_block(model, blocks).items():
+            typer.echo(f"\n{section} / {block}: {blocks[block]}")
+            for name, default, text in settings:
+                shown = "null" if default is None else str(default).lower() if isinstance(default, bool) else default
+                typer.echo(f"  {section}.{name}: {shown}\n      {text}")
+    typer.echo("\nset one in a config (train: {NAME: VALUE}) or with --set SECTION.NAME=VALUE")
     raise typer.Exit()
 
 
@@ -72,8 +74,9 @@ def train(
     tracking_uri: Optional[str] = typer.Option(None, help="MLflow tracking URI (default: sqlite:///mlflow.db here)."),
     set_: list[str] = typer.Option([], "--set", help="Override a config key, e.g. --set train.lr=3e-4 (repeatable)."),
     help_config: bool = typer.Option(False, "--help-config", is_eager=True, callback=_help_config,
-                                     help="Print every training setting by block (optimiser, targets, exploration, "
-                                          "...) with its default and one line of help, and exit."),
+                                     help="Print every train and runtime setting by block (optimiser, targets, "
+                                          "exploration, ..., roles, evaluation) with its default and one line of "
+                                          "help, and exit."),
 ):
     """Train an agent by AlphaZero-style self-play on a Ray cluster, graded by the oracle.
 

@@ -48,10 +48,13 @@ class SearchConfig(BaseModel):
     leaf_chunk: int = Field(16384, ge=1, le=1 << 22)
 
 
-def _in(block: str, default, help: str, **bounds):
-    """A setting of :class:`TrainConfig`: its default, its one line of help and the block of
-    training ideas it belongs to (``yamblab train --help-config`` prints them by block)."""
+def setting(block: str, default, help: str, **bounds):
+    """A config setting: its default, its one line of help and the block it belongs to
+    (``yamblab train --help-config`` prints them by block), with pydantic's bounds."""
     return Field(default, description=help, json_schema_extra={"block": block}, **bounds)
+
+
+_in = setting
 
 
 #: the blocks of :class:`TrainConfig`, in the order ``--help-config`` prints them
@@ -79,11 +82,12 @@ RETIRED = {
 }
 
 
-def settings_by_block() -> dict[str, list[tuple[str, object, str]]]:
-    """:class:`TrainConfig`'s settings as ``{block: [(name, default, help), ...]}``, in
-    :data:`BLOCKS`' order."""
-    out: dict[str, list] = {b: [] for b in BLOCKS}
-    for name, f in TrainConfig.model_fields.items():
+def settings_by_block(model=None, blocks: dict | None = None) -> dict[str, list[tuple[str, object, str]]]:
+    """A config model's settings (default :class:`TrainConfig`'s) as ``{block: [(name, default,
+    help), ...]}``, in the order of ``blocks`` (default :data:`BLOCKS`)."""
+    model, blocks = model or TrainConfig, blocks or BLOCKS
+    out: dict[str, list] = {b: [] for b in blocks}
+    for name, f in model.model_fields.items():
         out[f.json_schema_extra["block"]].append((name, f.default, f.description))
     return out
 

@@ -26,7 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from yamblab.errors import ConfigError, YamblabError
-from yamblab.learners.config import SearchConfig, TrainConfig, drop_retired
+from yamblab.learners.config import SearchConfig, TrainConfig, drop_retired, setting
 from yamblab.model.config import PRESETS, ModelConfig
 from yamblab.search.decision_set import SOLVER_LOSSES
 from yamblab.search.registry import DEPTHS, Depth
@@ -75,130 +75,85 @@ class EarlyEvaluations(BaseModel):
 RETIRED_RUNTIME = {"max_in_flight": (2, "self-play jobs per worker were made fixed (TASKS_PER_WORKER)")}
 
 
-class RuntimeConfig(BaseModel):
-    """How a run is executed on the Ray cluster.
+#: the blocks of :class:`RuntimeConfig`, in the order ``--help-config`` prints them
+RUNTIME_BLOCKS = {
+    "length": "how long a run goes, and where it keeps its state",
+    "roles": "where the self-play workers, learner and evaluator run, on what CPUs and GPUs",
+    "loop": "how self-play and learning overlap, the replay buffer, checkpoints",
+    "evaluation": "what is graded, how often, on which dice",
+}
 
-    Attributes:
-        iterations: training iterations (collect a batch of self-play games, train on it).
-        workers: self-play worker actors, or ``"auto"``.
-        worker_cpus, learner_cpus, eval_cpus: CPUs each actor declares (torch threads are set
-            to match: the rounded CPUs, at least one), or ``"auto"``: chosen from the CPUs the
-            run may use and whether the cluster has a GPU (see :func:`~yamblab.training.resources.resolve_resources`; the
-            choice is printed when a run starts and logged with it).
-        learner_gpus: GPUs the learner asks Ray for: ``"auto"`` takes one when the cluster has
-            one (none when the roles share the driver's process, which then follows this
-            setting: ``"auto"`` or more than 0 trains on the GPU torch sees). A role uses a GPU
-            only when Ray assigned it one (:mod:`yamblab.actors.devices`).
-        worker_gpus: each self-play worker's share of a GPU, for its network's leaf
-            evaluations (0 to 1; default 0: the CPU). ``"auto"`` splits what the learner and
-            the evaluator leave of one GPU evenly among the workers (0 without a GPU, and in a
-            sweep trial, whose self-play runs in its CPU bundle).
-        eval_gpus: the evaluator's share of a GPU (0 to 1; default 0).
-        bf16: bf16 autocast for the learner's steps and for inference on a CUDA device (the
-            value heads stay float32); no effect on a CPU.
-        learner_threads: the learner's torch threads; ``"auto"``: its rounded CPUs (at least
-            one). More threads than CPUs lets a CPU learner use the cores that self-play leaves
-            idle while it waits for weights (Ray does not pin actors to cores).
-        learner_compile: run the transformer's part of every learner step through
-            ``torch.compile`` (:func:`yamblab.learners.learner.compiled_transformer`): on a
-            CPU, timed alone, a fifth to a third off the tiny network's step
-            (``benchmarks/learner_compile.py``) after about a minute of compiling at the run's
-            start, but in a 2-core run beside self-play no faster than eager steps
-            (docs/training.md); needs a C++ compiler on a
-            CPU (refused with a clear error without one). Off by default: results agree with
-            eager steps to float rounding only, so a run is not repeatable digit for digit
-            against an eager one.
-        replay_positions: size budget of the replay buffer, in positions.
-        max_policy_lag: how many iterations' batches of games play ahead of the learner, so
-            that self-play and learning overlap. 0: serial (play with the newest weights, then
-            train). 1 (default): the next batch plays, with the weights published before this
-            iteration's training, while the learner trains; its games are then at most one
-            weight version behind the learner when they are trained on. In-flight games are
-            bounded by ``(max_policy_lag + 1) × games_per_iteration``.
-        checkpoint_minutes: write the run's checkpoint at the end of the first iteration after
-            this many minutes since the last one (and after the last iteration); 0 writes one
-            after every iteration. A killed run resumes from the last checkpoint.
-        eval_every: evaluate every N iterations (and after the last). With a policy lag above
-            0, evaluations run on the evaluator actor while training goes on (the serial loop
-            waits for them), one at a time: one that falls due while the evaluator is still
-            busy starts at the first iteration after it is free; each is logged at the iteration whose weights it graded, with the
-            self-play positions, optimiser steps and minutes behind them.
-        eval_early: None (default): evaluations only on ``eval_every``'s grid. A
-            :class:`EarlyEvaluations` (``{every: 5, until: 150}``): also every ``every``
-            iterations up to iteration ``until``, grading the main mode and the exact regret
-            only, so that the minutes to each regret threshold (the run's summary) are measured
-            to a few iterations, not to ``eval_every``'s.
-        eval_games: noise-free evaluation games per evaluation, on dice seed ``eval_seed``.
-        eval_seed: dice seed of the evaluation games (the same for every run and arm).
-        eval_depth: how the evaluated agent plays: ``"search"`` (the run's search depth), or
-            ``"none"`` (the policy head alone: what the policy-side ablations change),
-            ``"one_step"``, ``"full_turn"``.
-        eval_modes: further decision modes graded at every evaluation, each on its own number
-            of games (the first games of the same fixed dice): ``{none: 500, one_step: 200}``
-            grades the policy head alone on 500 games and one-step search on 200 beside the
-            main mode (``eval_depth``), so the policy-side training ideas are judged where they
-            act. Logged as ``eval.<mode>.regret_mean`` (or ``eval.<mode>.vs_baseline_mean``).
-        snapshots: also keep the network of every evaluation, as
-            ``RUN/snapshots/iteration-NNNNNN.pt`` (the evaluated weights, loadable by
-            ``yamblab grade --checkpoint``), so that a mode too costly to grade during the run
-            (one-step search on a CPU) can be graded afterwards at the same iterations
-            (``benchmarks/mode_curve.py``). Off by default (a few MB each).
-        solver_eval: also grade the policy and value heads at every evaluation on the fixed
-            decision set of the game (:mod:`yamblab.search.decision_set`: the positions the
-            oracle's own play visits on ``solver_games`` games, each with the oracle's exact value
-            of every legal action): no games are played, so the figures carry no dice noise.
-            Logged as ``eval.solver.KIND.*`` (first_keep, second_keep, box, all: expected and
-            argmax regret, agreement with the oracle's best action, cross-entropy against it,
-            the value head's RMSE and bias) and, per game of the set, as the modes
-            :data:`SOLVER_MODES` a sweep can judge an arm on. Yahtzee and single Yamb columns
-            only (a full Yamb card has no oracle).
-        solver_games: games of oracle play the decision set is drawn from (600 give about
-            22,000 Yahtzee positions).
-        time_budget_minutes: stop after the iteration that crosses this wall time.
-        run_dir: folder for checkpoints and run state.
-        actors: where the run's roles (self-play worker, replay buffer, learner, evaluator,
-            oracle service) live: ``"ray"`` (default), each a Ray actor of its own, so that
-            self-play, learning and evaluation overlap on several CPUs; ``"in_process"``, plain
-            objects in the driver's process, one after another (the serial loop only:
-            ``max_policy_lag: 0``, one worker). A one-CPU sweep trial gains nothing from
-            actors, and in process it saves starting five Python processes (about 8 s on a
-            2-core machine: ``benchmarks/trial_backend.py``). Both play the same games; the
-            learner's figures agree to float rounding (its torch threads: the driver's CPUs in
-            process, its own CPUs as an actor).
-        exact_eval: grade the exact full-turn regret at every evaluation where it applies
-            (:attr:`RunConfig.exact_evaluated`: about 3 s with the tiny network); false leaves
-            it out (a sweep's arms that are not judged on it).
-    """
+
+class RuntimeConfig(BaseModel):
+    """How a run is executed: its length, its roles' resources on the Ray cluster (or in this
+    process), the loop's overlap and its evaluations. Each setting carries one line of help
+    (``yamblab train --help-config``); docs/training.md says why the defaults."""
 
     model_config = ConfigDict(extra="forbid")
 
-    iterations: int = Field(10, ge=1, le=1_000_000)
-    workers: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = "auto"
-    worker_cpus: _Cpus | Literal["auto"] = "auto"
-    learner_cpus: _Cpus | Literal["auto"] = "auto"
-    eval_cpus: _Cpus | Literal["auto"] = "auto"
-    learner_gpus: _Gpus | Literal["auto"] = "auto"
-    worker_gpus: _GpuShare | Literal["auto"] = 0.0
-    eval_gpus: _GpuShare = 0.0
-    bf16: bool = True
-    learner_threads: Annotated[int, Field(ge=1, le=256)] | Literal["auto"] = "auto"
-    learner_compile: bool = False
-    replay_positions: int = Field(200_000, ge=1, le=1_000_000_000)
-    max_policy_lag: int = Field(1, ge=0, le=16)
-    checkpoint_minutes: float = Field(0.0, ge=0.0, le=10_000.0)
-    eval_every: int = Field(1, ge=1, le=1_000_000)
-    eval_early: EarlyEvaluations | None = None
-    eval_games: int = Field(200, ge=1, le=10_000_000)
-    eval_seed: int = Field(EVAL_SEED, ge=0, lt=2**63)
-    eval_depth: Literal[("search", *DEPTHS)] = "search"
-    eval_modes: dict[Depth, Annotated[int, Field(ge=1, le=10_000_000)]] = {}
-    snapshots: bool = False
-    solver_eval: bool = False
-    solver_games: int = Field(600, ge=1, le=1_000_000)
-    time_budget_minutes: float | None = Field(None, gt=0.0, le=100_000.0)
-    run_dir: str = "runs"
-    actors: Literal["ray", "in_process"] = "ray"
-    exact_eval: bool = True
+    # -- length
+    iterations: int = setting("length", 10, "training iterations (a batch of self-play games, then "
+                              "learning on it)", ge=1, le=1_000_000)
+    time_budget_minutes: float | None = setting("length", None, "stop after the iteration that crosses "
+                                                "this wall time", gt=0.0, le=100_000.0)
+    run_dir: str = setting("length", "runs", "folder for the run folders (checkpoints, config, plots)")
+    # -- roles
+    actors: Literal["ray", "in_process"] = setting(
+        "roles", "ray", "ray: each role a Ray actor, overlapping; in_process: plain objects in this process, "
+        "one after another (serial loop, one worker)")
+    workers: Annotated[int, Field(ge=1, le=4096)] | Literal["auto"] = setting(
+        "roles", "auto", "self-play workers; auto: split from the CPUs the run may use")
+    worker_cpus: _Cpus | Literal["auto"] = setting("roles", "auto", "CPUs each worker declares (its torch "
+                                                   "threads follow); auto: chosen with the others")
+    learner_cpus: _Cpus | Literal["auto"] = setting("roles", "auto", "CPUs the learner declares; auto: chosen "
+                                                    "with the others")
+    eval_cpus: _Cpus | Literal["auto"] = setting("roles", "auto", "CPUs the evaluator declares; auto: chosen "
+                                                 "with the others")
+    learner_threads: Annotated[int, Field(ge=1, le=256)] | Literal["auto"] = setting(
+        "roles", "auto", "the learner's torch threads (more than its CPUs uses cores self-play leaves idle); "
+        "auto: its rounded CPUs")
+    learner_gpus: _Gpus | Literal["auto"] = setting(
+        "roles", "auto", "GPUs the learner asks Ray for; auto: one when the cluster has one (a role uses a "
+        "GPU only when Ray assigned it one)")
+    worker_gpus: _GpuShare | Literal["auto"] = setting(
+        "roles", 0.0, "each worker's share of a GPU for its leaf evaluations; auto: what the learner and "
+        "evaluator leave of one GPU, split")
+    eval_gpus: _GpuShare = setting("roles", 0.0, "the evaluator's share of a GPU")
+    bf16: bool = setting("roles", True, "bf16 autocast on a CUDA device for learning and inference (value "
+                         "heads in float32); no effect on a CPU")
+    learner_compile: bool = setting("roles", False, "torch.compile the transformer's part of each learner "
+                                    "step (needs a C++ compiler on a CPU; agrees with eager to float rounding)")
+    # -- loop
+    max_policy_lag: int = setting("loop", 1, "iterations' batches of games played ahead of the learner "
+                                  "(0: the serial loop)", ge=0, le=16)
+    replay_positions: int = setting("loop", 200_000, "the replay buffer's size, in positions",
+                                    ge=1, le=1_000_000_000)
+    checkpoint_minutes: float = setting("loop", 0.0, "write a checkpoint after the first iteration this "
+                                        "many minutes after the last (0: every iteration)", ge=0.0, le=10_000.0)
+    # -- evaluation
+    eval_every: int = setting("evaluation", 1, "evaluate every N iterations and after the last (beside "
+                              "the loop, one at a time)", ge=1, le=1_000_000)
+    eval_early: EarlyEvaluations | None = setting(
+        "evaluation", None, "{every, until}: also every `every` iterations up to `until`, the main mode and "
+        "exact regret only")
+    eval_games: int = setting("evaluation", 200, "noise-free evaluation games, on dice seed eval_seed",
+                              ge=1, le=10_000_000)
+    eval_seed: int = setting("evaluation", EVAL_SEED, "dice seed of the evaluation games (the same for every "
+                             "run and arm)", ge=0, lt=2**63)
+    eval_depth: Literal[("search", *DEPTHS)] = setting(
+        "evaluation", "search", "how the evaluated agent plays: search (the run's depth), none (the policy "
+        "head alone), one_step, full_turn")
+    eval_modes: dict[Depth, Annotated[int, Field(ge=1, le=10_000_000)]] = setting(
+        "evaluation", {}, "further modes graded at each evaluation, each on its own number of the same "
+        "games ({none: 500})")
+    exact_eval: bool = setting("evaluation", True, "grade the exact full-turn regret at each evaluation "
+                               "where it applies")
+    solver_eval: bool = setting("evaluation", False, "also grade the heads on the solver-graded decision "
+                                "set (no games played: no dice noise; Yahtzee and single Yamb columns)")
+    solver_games: int = setting("evaluation", 600, "games of oracle play the decision set is drawn from",
+                                ge=1, le=1_000_000)
+    snapshots: bool = setting("evaluation", False, "keep each evaluated network as "
+                              "RUN/snapshots/iteration-NNNNNN.pt, to grade other modes afterwards")
 
     @model_validator(mode="before")
     @classmethod

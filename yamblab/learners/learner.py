@@ -272,9 +272,8 @@ def compiled_transformer(net: YambNet):
 
     The tiny network's transformer is many small operations on a few dozen rows a step, so on
     a CPU its cost is mostly per-operation overhead, which compiled kernels fuse away
-    (``benchmarks/learner_compile.py`` measures the step). The first step compiles (about a
-    minute of CPU on a 2-core machine; a later run on the same machine reuses inductor's cache),
-    and a batch of fewer than 2 rows runs eagerly, so that dynamic shapes never specialise on
+    (``benchmarks/learner_compile.py`` measures the step). The first step compiles (a minute
+    or so on a small CPU; a later run on the same machine reuses inductor's cache), and a batch of fewer than 2 rows runs eagerly, so that dynamic shapes never specialise on
     size 0 or 1 and compile again. Results agree with the eager pass to float rounding, not bit
     for bit.
 

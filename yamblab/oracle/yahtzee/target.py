@@ -8,11 +8,8 @@ probability-weighted add over rolls, an element-wise max over choices. The Cytho
 (:mod:`yamblab.oracle.yahtzee._target`) documents the layout. ``P(final ≥ T)`` from a position with
 ``k`` points on the card is entry ``T - k`` of its state.
 
-Figures (``benchmarks/target_score.py``, official rules, ``max_points`` 300): 591,232 states,
-609 MB float32; built in 535 s wall on a shared 2-core machine under a load average of 7-10
-(324 CPU-seconds), peak memory 637 MB (1.2 GB while writing or reading the cache). P(final ≥ 300) from a
-new game: 17.60% by the table, 17.89% [17.37, 18.43] in 20,000 simulated games of the policy;
-expected-score play reaches 300 in 14.23% [14.02, 14.45] of 100,000 games.
+Its size, build time and P(final ≥ 300) against simulated play: docs/serving.md
+(``benchmarks/target_score.py``).
 
 The table is cached like the expected-value table (:mod:`yamblab.oracle.yahtzee.table`): one file per
 (variant, max_points) in ``$YAMBLAB_CACHE_DIR``, written atomically with a SHA-256 checksum; a

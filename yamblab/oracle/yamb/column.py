@@ -16,20 +16,10 @@ where ``Q(x)`` is the points the box adds now (bonus and middle term included) p
 of the next boundary state. Values are float64 expected points.
 
 A **free column** has no fixed order: its boundary state adds the set of filled rows, so its
-state space is far larger; :func:`free_column_state_count` counts it exactly:
-
-=============  ============  =====================  ==============================
-preset         states        = core × lower masks   float64 table
-=============  ============  =====================  ==============================
-croatian       12,317,600    384,925 × 32           98.5 MB
-six_dice       13,256,000    414,250 × 32           106.0 MB
-seven_column    6,628,000    414,250 × 16           53.0 MB
-=============  ============  =====================  ==============================
-
-The table fits in memory. A dense solve (n_rolls × n_keeps products per state) would cost about
-6·10^12 flops for croatian, but averaging keeps one die at a time over lanes of states with the
-same filled rows costs ~10^4 operations per state: :class:`yamblab.oracle.yamb.free.FreeColumnOracle`
-solves the free column exactly (croatian in about a minute on one core).
+state space is far larger (about 12 M states for croatian: docs/yamb.md);
+:func:`free_column_state_count` counts it exactly, and
+:class:`yamblab.oracle.yamb.free.FreeColumnOracle` solves it by averaging keeps one die at a
+time over lanes of states with the same filled rows.
 
 Sources: the "How The AI Works" page (backward induction, within-turn recurrences), the
 YoloYamb post (the game).

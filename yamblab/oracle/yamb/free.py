@@ -9,24 +9,10 @@ groups states by the mask of filled rows and runs the within-turn pass of "How T
 :func:`yamblab.games.yamb.score_table` (the reference :func:`~yamblab.games.yamb.row_score`);
 the kernel sees only per-row score indices, so it knows no rule.
 
-State space (lanes = product layout, a superset of the reachable states counted exactly by
-:func:`~yamblab.oracle.yamb.column.free_column_state_count`) and the solved values
-(``benchmarks/yamb_free_column.py``, one thread; times vary with load on a shared machine):
-
-=============  ==========  ==========  =======  ========  ================  ===================
-preset         reachable   lanes       table    value     solve             down / up values
-=============  ==========  ==========  =======  ========  ================  ===================
-croatian       12,317,600  18,964,672  152 MB   292.5062  19 s (55 loaded)  135.1851 / 135.1851
-six_dice       13,256,000  20,130,272  161 MB   434.5187  100 s (loaded)    253.6643 / 252.4016
-seven_column    6,628,000  10,065,136   81 MB   272.8859  12 s (loaded)     121.6834 / 121.7025
-=============  ==========  ==========  =======  ========  ================  ===================
-
-Work ≈ lanes × (rolls keep-averaging passes × (keeps of < n dice) × 6 + (rolls − 1) sub-keep
-passes × keeps × ≤ 6 + rolls × open rows) ≈ 10^4 simple operations per lane (2·10^4 with six
-dice), ≈ 2·10^11 for croatian, not the 6·10^12 flops of a dense P(roll | keep) product per
-state. Peak memory is the table plus (keeps + scores) × chunk float64 scratch per thread
-(≈ 200 MB RSS for croatian). A seeded simulation of :class:`FreeColumnOracleAgent` in the
-engine (1000 croatian games, seed 2024) averaged 290.83 ± 3.18 (95 %), z = −1.03.
+The lanes are a product layout, a superset of the reachable states (counted exactly by
+:func:`~yamblab.oracle.yamb.column.free_column_state_count`); work is about 10^4 simple
+operations per lane, not a dense P(roll | keep) product per state. Each preset's state count,
+table size, value and solve time: docs/yamb.md (``benchmarks/yamb_free_column.py``).
 
 Sources: the "How The AI Works" page (backward induction, within-turn recurrences), the
 YoloYamb post (the game), the lane technique of :mod:`yamblab.oracle.yahtzee._kernels`.

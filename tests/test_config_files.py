@@ -16,7 +16,7 @@ def test_run_configs_validate(path):
     assert cfg.runtime.iterations >= 1 and cfg.rules_obj is not None
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments").rglob("*.yaml")), ids=lambda p: p.name)
 def test_sweep_specs_validate(path):
     spec, base = load_sweep(path)
     assert spec.name and (spec.arm_overrides() if spec.kind == "grid" else spec.params)
@@ -32,7 +32,7 @@ def test_cpu_config_learns_from_self_play_alone():
 def test_an_empty_mapping_override_clears_instead_of_being_ignored():
     """``runtime.eval_modes: {}`` in a sweep's overrides drops the base config's extra modes
     (merged, it would change nothing and be silently ignored); a non-empty one still merges."""
-    spec, base = load_sweep(ROOT / "experiments" / "transformer-value.yaml")
+    spec, base = load_sweep(ROOT / "experiments" / "archive" / "transformer-value.yaml")
     assert base.runtime.eval_modes == {}
     cpu = load_run_config(ROOT / "configs" / "yahtzee-cpu.yaml", {"runtime.eval_modes": {"one_step": 20}})
     assert cpu.runtime.eval_modes == {"none": 500, "one_step": 20}

@@ -77,3 +77,18 @@ def test_cpu_config_draws_decisions_on_top_of_the_value_samples():
     assert decisions == 64 and abs(cfg.batch_size - decisions - 256 * (1 - 0.073)) < 1
     for new in (33_957, 16_942, 1_000):      # one iteration of 64 games, of 32, a few games
         assert abs(cfg.steps_for(new) - math.ceil(1.5 * new / 256)) <= 1
+
+
+def test_config_and_spec_headers_are_at_most_five_lines():
+    """A config or spec opens with at most five lines of comment (what it is, where it is
+    explained); its history lives in the docs."""
+    long = []
+    for path in sorted([*(ROOT / "configs").glob("*.yaml"), *(ROOT / "experiments").rglob("*.yaml")]):
+        head = 0
+        for line in path.read_text().splitlines():
+            if not line.startswith("#"):
+                break
+            head += 1
+        if head > 5:
+            long.append(f"{path.relative_to(ROOT)} ({head} lines)")
+    assert not long, f"headers over five lines: {long}"

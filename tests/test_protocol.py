@@ -398,3 +398,18 @@ def test_lookahead_search_values_the_best_boxes_through_the_engine():
     assert np.array_equal(qd[rest], qp[rest])
     with pytest.raises(ValueError, match="k=0"):
         YambLookaheadSearch(r, _CardValuation(r), k=0)
+
+
+@pytest.mark.parametrize("given, needle", [
+    ({"game": "yamb", "columns": []}, "name at least one column"),
+    ({"game": "yahtzee", "preset": ""}, "`preset` is a Yamb option"),
+    ({"game": "yahtzee", "columns": []}, "`columns` is a Yamb option"),
+    ({"game": "yamb", "rules": ""}, "`rules` is a Yahtzee option"),
+])
+def test_an_empty_game_option_is_refused_like_any_other(given, needle):
+    """An option given empty is still given: refused for the other game, and an empty column
+    list refused by the card, never read as "not set"."""
+    from yamblab.training.config import RunConfig
+
+    with pytest.raises(ValueError, match=needle):
+        RunConfig.model_validate(given)

@@ -42,7 +42,7 @@ class GameEntry:
         options: the run-config options it takes, the first its main one (``rules``;
             ``preset`` and ``columns``).
         make: ``"module:function"`` of its folder, ``fn(**options) -> Game`` (options not
-            given are left out; the function's defaults apply).
+            given, None, are left out; the function's defaults apply, and an empty one too).
     """
 
     label: str
@@ -153,7 +153,7 @@ def make_game(game: str = "yahtzee", rules: str | None = None, preset: str | Non
     entry = GAMES.get(key)
     if entry is None:
         raise UnknownVariantError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
-    given = {k: v for k, v in (("rules", rules), ("preset", preset), ("columns", columns)) if v}
+    given = {k: v for k, v in (("rules", rules), ("preset", preset), ("columns", columns)) if v is not None}
     foreign = [k for k in given if k not in entry.options]
     if foreign:
         raise ConfigError(foreign_options(key, foreign))

@@ -53,7 +53,7 @@ def trial_bundles(rt: RuntimeConfig, cpus: float, gpu: bool) -> tuple[list[dict]
     elsewhere); :func:`bundle_options` pins each actor to its bundle. Resources the trial cannot
     resolve give the CPU bundle: the trial's actor then fails with the reason, as before. A
     trial whose roles run in its own process (``runtime.actors: in_process``) asks Ray for no
-    GPU (:func:`~yamblab.training.config.learner_gpus`): one CPU bundle.
+    GPU (:func:`~yamblab.training.resources.learner_gpus`): one CPU bundle.
     """
     cpu_only = ([{"CPU": float(cpus)}], "STRICT_PACK")
     gpus = learner_gpus(rt, gpu)

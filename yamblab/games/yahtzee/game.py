@@ -100,9 +100,10 @@ class YahtzeeGame:
         return (np.asarray(batch.upper_raw) >= UPPER_BONUS_THRESHOLD).astype(np.float32)
 
 
-def from_options(rules: str = "forced") -> YahtzeeGame:
-    """The game of a run config's Yahtzee options (:data:`yamblab.games.protocol.GAMES`)."""
-    return YahtzeeGame(YahtzeeRules.parse(rules))
+def from_options(rules: str | None = None) -> YahtzeeGame:
+    """The game of a run config's Yahtzee options (:data:`yamblab.games.protocol.GAMES`; no
+    rules, or empty ones: the official ``forced``)."""
+    return YahtzeeGame(YahtzeeRules.parse(rules or "forced"))
 
 
 __all__ = ["YahtzeeGame", "from_options", "encode_yahtzee_positions", "encode_yahtzee_boundary"]

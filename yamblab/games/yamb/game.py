@@ -196,9 +196,10 @@ class YambGame:
         return (up >= self.rules.upper_bonus_threshold).mean(axis=1).astype(np.float32)
 
 
-def from_options(preset: str = "croatian", columns=None) -> YambGame:
-    """The game of a run config's Yamb options (:data:`yamblab.games.protocol.GAMES`)."""
-    return YambGame.from_preset(preset, columns)
+def from_options(preset: str | None = None, columns=None) -> YambGame:
+    """The game of a run config's Yamb options (:data:`yamblab.games.protocol.GAMES`; no preset,
+    or an empty one: ``croatian``)."""
+    return YambGame.from_preset(preset or "croatian", columns)
 
 
 __all__ = ["YambGame", "from_options", "ORACLE_COLUMNS", "encode_yamb_positions", "encode_yamb_boundary", "BoundaryEncoder"]

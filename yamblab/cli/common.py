@@ -4,7 +4,7 @@ variant, and the helpers that read a variant, ``--set`` options and a bad choice
 from __future__ import annotations
 
 from yamblab.errors import YamblabError
-from yamblab.games.protocol import GAMES, foreign_options
+from yamblab.games.protocol import GAMES, check_options
 
 
 #: the most games one command grades, and the largest dice seed
@@ -53,18 +53,12 @@ GAME_HELP = " or ".join(GAMES) + "."
 def check_game_options(game: str, columns_flag: str = "--columns", **given) -> None:
     """Refuse an unknown ``--game`` and a game option another game takes (``given``: the
     command's ``rules``, ``preset``, ``columns`` flags; None when not given), in
-    :func:`~yamblab.games.protocol.make_game`'s words.
+    :func:`~yamblab.games.protocol.check_options`'s words with the command's flags.
 
     Raises:
-        UnknownVariantError: an unknown game; YamblabError: a foreign option.
+        UnknownVariantError: an unknown game; ConfigError: a foreign option.
     """
-    from yamblab.errors import UnknownVariantError
-
-    if game not in GAMES:
-        raise UnknownVariantError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
-    foreign = [k for k, v in given.items() if v is not None and k not in GAMES[game].options]
-    if foreign:
-        raise YamblabError(foreign_options(game, foreign, lambda o: columns_flag if o == "columns" else f"--{o}"))
+    check_options(game, given, lambda o: columns_flag if o == "columns" else f"--{o}")
 
 
 def _bad_choice(what: str, value: str, choices: list[str]) -> YamblabError:

@@ -150,21 +150,40 @@ def make_game(game: str = "yahtzee", rules: str | None = None, preset: str | Non
             have.
     """
     key = str(game).strip().lower()
-    entry = GAMES.get(key)
-    if entry is None:
-        raise UnknownVariantError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
-    given = {k: v for k, v in (("rules", rules), ("preset", preset), ("columns", columns)) if v is not None}
-    foreign = [k for k in given if k not in entry.options]
-    if foreign:
-        raise ConfigError(foreign_options(key, foreign))
-    module, fn = entry.make.split(":")
+    given = check_options(key, {"rules": rules, "preset": preset, "columns": columns})
+    module, fn = game_entry(key).make.split(":")
     return getattr(importlib.import_module(module), fn)(**given)
 
 
-def foreign_options(game: str, options: list[str], flag=lambda o: f"`{o}`") -> str:
-    """The message for ``options`` given to ``game``, which does not take them: whose they are
-    and what ``game`` takes (``flag(name)`` writes an option: a config key by default, a
-    command-line flag for the CLI)."""
+def game_entry(game: str) -> GameEntry:
+    """The :data:`GAMES` entry of the name ``game`` (as given: no case folding).
+
+    Raises:
+        UnknownVariantError: a name not in :data:`GAMES`, naming those that are.
+    """
+    if game not in GAMES:
+        raise UnknownVariantError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
+    return GAMES[game]
+
+
+def check_options(game: str, given: dict, flag=lambda o: f"`{o}`") -> dict:
+    """The options of ``given`` that are set (not None), refusing an unknown game and any
+    option ``game`` does not take (another game's), in one message: whose the options are and
+    what ``game`` takes (``flag(name)`` writes an option: a config key by default, a
+    command-line flag for the CLI).
+
+    Raises:
+        UnknownVariantError: an unknown game; ConfigError: a foreign option.
+    """
+    entry = game_entry(game)
+    given = {k: v for k, v in given.items() if v is not None}
+    foreign = [k for k in given if k not in entry.options]
+    if foreign:
+        raise ConfigError(_foreign_options(game, foreign, flag))
+    return given
+
+
+def _foreign_options(game: str, options: list[str], flag) -> str:
     owners = sorted({e.label for k, e in GAMES.items() if k != game and set(options) & set(e.options)})
     entry = GAMES[game]
     names = " and ".join(flag(o) for o in options)

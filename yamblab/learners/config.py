@@ -54,8 +54,6 @@ def setting(block: str, default, help: str, **bounds):
     return Field(default, description=help, json_schema_extra={"block": block}, **bounds)
 
 
-_in = setting
-
 
 #: the blocks of :class:`TrainConfig`, in the order ``--help-config`` prints them
 BLOCKS = {
@@ -118,62 +116,62 @@ class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # -- optimiser
-    lr: float = _in("optimiser", 1e-3, "AdamW learning rate", gt=0.0, le=1.0)
-    lr_schedule: Literal["constant", "cosine"] = _in(
+    lr: float = setting("optimiser", 1e-3, "AdamW learning rate", gt=0.0, le=1.0)
+    lr_schedule: Literal["constant", "cosine"] = setting(
         "optimiser", "constant", "constant, or cosine: half a cosine from lr to lr × lr_final over the run's clock")
-    lr_final: float = _in("optimiser", 0.1, "the cosine schedule's last rate, a fraction of lr", ge=0.0, le=1.0)
-    weight_decay: float = _in("optimiser", 0.01, "AdamW weight decay", ge=0.0, le=1.0)
-    grad_clip: float = _in("optimiser", 1.0, "gradient-norm clipping", gt=0.0, le=1e6)
-    batch_size: int = _in("optimiser", 256, "positions per optimiser step", ge=1, le=1 << 20)
-    decision_batch_size: int | None = _in(
+    lr_final: float = setting("optimiser", 0.1, "the cosine schedule's last rate, a fraction of lr", ge=0.0, le=1.0)
+    weight_decay: float = setting("optimiser", 0.01, "AdamW weight decay", ge=0.0, le=1.0)
+    grad_clip: float = setting("optimiser", 1.0, "gradient-norm clipping", gt=0.0, le=1e6)
+    batch_size: int = setting("optimiser", 256, "positions per optimiser step", ge=1, le=1 << 20)
+    decision_batch_size: int | None = setting(
         "optimiser", None, "split steps by kind: boundary positions in batch_size steps of the boundary head alone, "
         "decisions in steps of this many (needs model.boundary_head)", ge=1, le=1 << 20)
-    ema_decay: float = _in("optimiser", 0.99, "the playing network's EMA decay, after every optimiser step "
+    ema_decay: float = setting("optimiser", 0.99, "the playing network's EMA decay, after every optimiser step "
                            "(a slower average is a slower target network)", ge=0.0, lt=1.0)
-    ema_warmup: bool = _in("optimiser", False, "EMA decay min(ema_decay, (1 + n) / (10 + n)) at its n-th update")
+    ema_warmup: bool = setting("optimiser", False, "EMA decay min(ema_decay, (1 + n) / (10 + n)) at its n-th update")
     # -- targets
-    kl_targets: bool = _in("targets", True, "policy target softmax(log prior + Q/T) (Grill et al. 2020) "
+    kl_targets: bool = setting("targets", True, "policy target softmax(log prior + Q/T) (Grill et al. 2020) "
                            "instead of softmax(Q/T)")
-    temperature: float = _in("targets", 2.0, "T of the policy targets, points", gt=0.0, le=1000.0)
-    entropy_coef: float = _in("targets", 0.003, "weight of the entropy bonus", ge=0.0, le=10.0)
-    value_coef: float = _in("targets", 1.0, "weight of the value loss", ge=0.0, le=100.0)
-    aux_coef: float = _in("targets", 0.1, "weight of the auxiliary losses", ge=0.0, le=100.0)
-    value_target_mix: float = _in(
+    temperature: float = setting("targets", 2.0, "T of the policy targets, points", gt=0.0, le=1000.0)
+    entropy_coef: float = setting("targets", 0.003, "weight of the entropy bonus", ge=0.0, le=10.0)
+    value_coef: float = setting("targets", 1.0, "weight of the value loss", ge=0.0, le=100.0)
+    aux_coef: float = setting("targets", 0.1, "weight of the auxiliary losses", ge=0.0, le=100.0)
+    value_target_mix: float = setting(
         "targets", 0.0, "λ of the value target (1 − λ) · outcome + λ · search value (bootstrapped)", ge=0.0, le=1.0)
-    value_target_mix_final: float | None = _in(
+    value_target_mix_final: float | None = setting(
         "targets", None, "λ at the run's end, reached along the learning rate's half cosine (None: λ stays)",
         ge=0.0, le=1.0)
-    distill_oracle: bool = _in("targets", False, "value targets from the exact oracle (Yahtzee; the oracle "
+    distill_oracle: bool = setting("targets", False, "value targets from the exact oracle (Yahtzee; the oracle "
                                "grades, it does not teach, unless this is on)")
     # -- exploration
-    play_temperature: float = _in("exploration", 1.0, "self-play samples moves from the noisy target at "
+    play_temperature: float = setting("exploration", 1.0, "self-play samples moves from the noisy target at "
                                   "this temperature; 0 plays its argmax", ge=0.0, le=100.0)
-    dirichlet_fraction: float = _in("exploration", 0.15, "share of Dirichlet noise in the self-play prior "
+    dirichlet_fraction: float = setting("exploration", 0.15, "share of Dirichlet noise in the self-play prior "
                                     "(evaluation is noise-free)", ge=0.0, le=1.0)
-    dirichlet_alpha: float = _in("exploration", 0.3, "the Dirichlet noise's alpha", gt=0.0, le=100.0)
+    dirichlet_alpha: float = setting("exploration", 0.3, "the Dirichlet noise's alpha", gt=0.0, le=100.0)
     # -- value samples
-    boundary_samples: bool = _in("value samples", True, "train the value head on each turn's start (no dice), "
+    boundary_samples: bool = setting("value samples", True, "train the value head on each turn's start (no dice), "
                                  "which full-turn search asks")
-    successor_samples: int = _in("value samples", 0, "per turn start, this many of the turn's other successor "
+    successor_samples: int = setting("value samples", 0, "per turn start, this many of the turn's other successor "
                                  "cards with bootstrapped targets (needs full-turn search)", ge=0, le=44)
-    random_state_samples: int = _in("value samples", 0, "per turn start, this many random reachable cards one "
+    random_state_samples: int = setting("value samples", 0, "per turn start, this many random reachable cards one "
                                     "box on (Yahtzee; needs full-turn search and the boundary head)", ge=0, le=256)
     # -- replay
-    games_per_iteration: int = _in("replay", 64, "self-play games per iteration", ge=1, le=1_000_000)
-    replay_ratio: float = _in("replay", 4.0, "optimiser samples per new self-play position", gt=0.0, le=1000.0)
-    policy_share: float | None = _in("replay", None, "share of each draw taken among positions with a decision "
+    games_per_iteration: int = setting("replay", 64, "self-play games per iteration", ge=1, le=1_000_000)
+    replay_ratio: float = setting("replay", 4.0, "optimiser samples per new self-play position", gt=0.0, le=1000.0)
+    policy_share: float | None = setting("replay", None, "share of each draw taken among positions with a decision "
                                      "(None: uniform draws)", gt=0.0, le=1.0)
-    policy_share_final: float | None = _in("replay", None, "the share at the run's end, along the learning "
+    policy_share_final: float | None = setting("replay", None, "the share at the run's end, along the learning "
                                            "rate's half cosine (needs policy_share)", gt=0.0, le=1.0)
     # -- bots
-    bot: str = _in("bots", "greedy", "the baseline bot (a registered agent) whose games are mixed in; its moves "
+    bot: str = setting("bots", "greedy", "the baseline bot (a registered agent) whose games are mixed in; its moves "
                    "are one-hot policy targets")
-    bot_share: float = _in("bots", 0.0, "share of bot games at iteration 0", ge=0.0, le=1.0)
-    bot_taper_iterations: int = _in("bots", 10, "iterations over which the bot share tapers linearly to 0",
+    bot_share: float = setting("bots", 0.0, "share of bot games at iteration 0", ge=0.0, le=1.0)
+    bot_taper_iterations: int = setting("bots", 10, "iterations over which the bot share tapers linearly to 0",
                                     ge=1, le=1_000_000)
     # -- start
-    seed: int = _in("start", 0, "random seed of the learner and self-play", ge=0, lt=2**63)
-    init_from: str | None = _in("start", None, "a checkpoint of the same game whose playing network a new run "
+    seed: int = setting("start", 0, "random seed of the learner and self-play", ge=0, lt=2**63)
+    init_from: str | None = setting("start", None, "a checkpoint of the same game whose playing network a new run "
                                 "starts from (new optimiser, schedule and buffer)", min_length=1)
 
     @model_validator(mode="before")

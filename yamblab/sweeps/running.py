@@ -291,8 +291,8 @@ class TrialLoop:
         by_mode = result.by_mode(main)
         attrs = {"per_game_regret": rounded(result.per_game_regret), "eval_mode": main, "per_game_regret_modes": by_mode, "loss": result.loss,
                  "attempts": slot.attempts}
-        if result.reached():
-            attrs["summary"] = result.reached()
+        if reached := result.reached():
+            attrs["summary"] = reached
         for k, v in attrs.items():
             trial.set_user_attr(k, v)
         self.study.tell(trial, float(np.mean(result.per_game_regret)))

@@ -256,10 +256,9 @@ class RunConfig(BaseModel):
     @field_validator("game")
     @classmethod
     def _known_game(cls, v: str) -> str:
-        from yamblab.games.protocol import GAMES
+        from yamblab.games.protocol import game_entry
 
-        if v not in GAMES:
-            raise ValueError(f"unknown game {v!r}; choose one of {', '.join(GAMES)}")
+        game_entry(v)       # an unknown name refused, naming the games
         return v
 
     @model_validator(mode="after")

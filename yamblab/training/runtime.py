@@ -192,7 +192,7 @@ class TrainingRun:
         s.games_played += train_cfg.games_per_iteration
         s.steps_total = int(train.get("steps", s.steps_total))
         s.samples_total = int(train.get("samples_total", s.samples_total))
-        metrics = self._metrics(stats, batch, train, share, k - weights_trainings,
+        metrics = self._metrics(stats, positions, batch, train, share, k - weights_trainings,
                                 {"wait_selfplay": t_wait, "wait_learner": t_train, "start": t0})
         s.history.append(metrics)
         # evaluate (a branched run counts its evaluations from the branch point)
@@ -203,12 +203,12 @@ class TrainingRun:
         self.tracking.log({k: v for k, v in metrics.items() if not k.startswith("eval.")}, s.iteration)
         return metrics
 
-    def _metrics(self, stats: list[dict], batch: list[dict], train: dict, share: float, lag: int,
+    def _metrics(self, stats: list[dict], positions: int, batch: list[dict], train: dict, share: float, lag: int,
                  times: dict) -> dict:
-        """The metrics of the iteration just done: its self-play, training and timing figures."""
+        """The metrics of the iteration just done (``positions``: its batch's): its self-play,
+        training and timing figures."""
         s, cfg = self.state, self.cfg
         n = cfg.train.games_per_iteration
-        positions = sum(st["positions"] for st in stats)
         play_busy = sum(st.get("busy_seconds", 0.0) for st in stats)
         scores = [st["score_mean"] for st in stats if math.isfinite(st.get("score_mean", float("nan")))]
         wall = time.perf_counter() - times["start"]

@@ -108,3 +108,20 @@ def test_help_config_prints_every_training_setting_once_by_block():
     assert heads == [("train", b) for b in BLOCKS] + [("runtime", b) for b in RUNTIME_BLOCKS]
     assert all(TrainConfig.model_fields[n].description for n, _ in named)
     assert all(RuntimeConfig.model_fields[n].description for n, _ in runtime)
+
+
+def test_grade_help_names_every_registered_agent_of_each_game():
+    """The --agent help is written by hand (building the registry would slow every command's
+    start): it must list exactly each game's registered agents."""
+    import inspect
+    import re
+
+    from yamblab.agents.base import agent_names
+    from yamblab.cli.grade import grade
+    from yamblab.games.protocol import GAMES
+
+    help_text = " ".join(inspect.signature(grade).parameters["agent"].default.help.split())
+    for game, entry in GAMES.items():
+        listed = re.search(rf"{entry.label}: ([^;.]+)", help_text).group(1)
+        names = sorted(re.sub(r"\([^)]*\)", "", listed).replace(",", " ").split())
+        assert names == agent_names(game), (game, listed)

@@ -217,12 +217,29 @@ THROUGH_REGISTRIES = ("learners", "actors", "training", "sweeps")
 def _game_modules() -> set[str]:
     """A game's own modules: its folders under games/ and oracle/, its searches and its agents
     (as the registries name them)."""
-    from yamblab.agents.base import _AGENT_MODULES
-    from yamblab.search.registry import SEARCHES
+    from yamblab.games.protocol import GAMES as ENTRIES, PIECE_FLOORS
 
     own = {m for m in MODULES if any(m.startswith(f"{f}.{g}") for f in PER_GAME for g in GAMES)}
-    return own | {module for module, _, _ in SEARCHES.values()} | {
-        m for m in _AGENT_MODULES if m != "yamblab.agents.search_agent"}
+    return own | {getattr(e, k).partition(":")[0] for e in ENTRIES.values() for k in PIECE_FLOORS if getattr(e, k)}
+
+
+def test_a_game_s_pieces_lie_on_the_floor_of_the_registry_that_imports_them():
+    """A game's registration (games/protocol.py) names its pieces as strings; each floor's
+    registry imports only its own floor's, so naming them there runs no import up."""
+    from yamblab.games.protocol import GAMES as ENTRIES, PIECE_FLOORS, load_piece
+
+    bad = []
+    for game, entry in ENTRIES.items():
+        for field, floor in PIECE_FLOORS.items():
+            ref = getattr(entry, field)
+            if ref is None:
+                continue
+            module = ref.partition(":")[0]
+            if module not in MODULES or FLOORS[_floor(module)][0] != floor:
+                bad.append(f"{game}.{field} = {ref} (read on the {floor} floor)")
+            elif not load_piece(ref):
+                bad.append(f"{game}.{field} = {ref} names nothing")
+    assert ENTRIES and not bad, "pieces off their reader's floor:\n" + "\n".join(bad)
 
 
 def test_floors_between_search_and_the_service_import_no_game_module():

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from yamblab.agents.yamb_bots import GreedyAgent, make_agent, play, row_par
+from yamblab.agents.base import make_agent
+from yamblab.agents.yamb_bots import GreedyAgent, play, row_par
 from yamblab.errors import UnknownVariantError
 from yamblab.games.yamb.rules import PRESETS, get_preset
 from yamblab.games.yamb.scoring import card_total, row_score

@@ -9,12 +9,13 @@ import itertools
 import numpy as np
 import pytest
 
-from yamblab.agents.yamb_bots import GreedyAgent, HeuristicAgent, make_agent, play
+from yamblab.agents.base import make_agent
+from yamblab.agents.yamb_bots import GreedyAgent, play
 from yamblab.errors import ConfigError, IllegalActionError
 from yamblab.games import encoding as E
 from yamblab.games.dice6 import dice_tables
 from yamblab.games.yamb.engine import YambBatch, new_yamb_batch
-from yamblab.games.yamb.rules import PRESETS, YambRules, get_preset
+from yamblab.games.yamb.rules import YambRules, get_preset
 from yamblab.games.yamb.scoring import card_total, column_parts, legal_boxes, row_score
 from yamblab.oracle.yamb.turn import _turn_dp
 

@@ -1,67 +1,31 @@
-"""The agent interface and the one registry of named agents, keyed by game.
-
-An agent looks at a batch of games (a :class:`~yamblab.games.protocol.Game`'s batch) and
-returns one action per game in that engine's own action space (Yahtzee: 0..12 score a box,
-13 + h reroll the dice not held by hold mask h; Yamb: see :mod:`yamblab.games.yamb.engine`).
+"""The one registry of named agents, keyed by game: every game's ``search`` agent and the agents
+its registration (:data:`yamblab.games.protocol.GAMES`) names. The interface is
+:class:`~yamblab.agents.agent.Agent`.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from typing import Callable
 
-import numpy as np
-
+from yamblab.agents.agent import Agent
 from yamblab.errors import UnknownVariantError
-from yamblab.games.protocol import as_game
+from yamblab.games.protocol import GAMES, as_game, load_piece
 
-
-class Agent(ABC):
-    """A policy for a batch of games.
-
-    Subclasses implement :meth:`act`; :meth:`reset` is called once before a new batch.
-    """
-
-    name: str = "agent"
-
-    def reset(self, batch) -> None:  # noqa: B027 - optional hook
-        """Prepare for a new batch of games (called before the first :meth:`act`)."""
-
-    @abstractmethod
-    def act(self, batch) -> np.ndarray:
-        """Choose actions.
-
-        Args:
-            batch: a :class:`~yamblab.games.yahtzee.engine.YahtzeeBatch` of n games.
-
-        Returns:
-            int64 (n,): a legal engine action for every unfinished game (Yahtzee: any value for
-            finished ones; Yamb: -1).
-        """
-
-
-_AGENT_MODULES = ("yamblab.agents.yahtzee_agents", "yamblab.agents.yamb_bots", "yamblab.agents.search_agent")
 
 #: (game, name) -> factory(game, table, seed, **options) -> Agent
 AGENTS: dict[tuple[str, str], Callable[..., Agent]] = {}
 
 
-def register(name: str, game: str = "yahtzee"):
-    """Decorator that registers an agent factory under ``name`` for ``game``.
-
-    The factory is called as ``factory(game=Game, table=..., seed=..., **options)``.
-    """
-    def deco(factory):
-        AGENTS[(game, name)] = factory
-        return factory
-    return deco
-
-
 def _load() -> None:
-    import importlib
+    """Fill :data:`AGENTS` on first use: the ``search`` agent for every game, then each game's
+    own (its registration's ``agents``: a dict name -> factory)."""
+    if AGENTS:
+        return
+    from yamblab.agents.search_agent import search_factory
 
-    for module in _AGENT_MODULES:  # each registers its agents on import
-        importlib.import_module(module)
+    for game, entry in GAMES.items():
+        AGENTS[(game, "search")] = search_factory
+        AGENTS.update({(game, name): f for name, f in load_piece(entry.agents).items()})
 
 
 def agent_names(game) -> list[str]:

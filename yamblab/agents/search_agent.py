@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from yamblab.agents.base import Agent, register
+from yamblab.agents.agent import Agent
 from yamblab.games.protocol import as_game
 from yamblab.errors import ConfigError
 from yamblab.search.registry import DEPTHS, exact_valuation, make_search
@@ -77,7 +77,7 @@ def network_agent(net, game, depth: str = "full_turn", name: str | None = None) 
     return SearchAgent(game, valuation, depth, net=net, name=name or network_agent_name(depth))
 
 
-def _search(game, table=None, seed=0, valuation: str = "oracle", depth: str = "full_turn",
+def search_factory(game, table=None, seed=0, valuation: str = "oracle", depth: str = "full_turn",
             device: str = "cpu", **_):
     """Factory: ``valuation="oracle"`` (the exact oracle) or the path of a checkpoint.
 
@@ -93,7 +93,3 @@ def _search(game, table=None, seed=0, valuation: str = "oracle", depth: str = "f
 
     net = load_network(valuation, map_location=device, game=as_game(game)).to(device)
     return network_agent(net, game, depth, name=network_agent_name(depth))
-
-
-register("search", game="yahtzee")(_search)
-register("search", game="yamb")(_search)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from yamblab.agents.base import Agent, register
+from yamblab.agents.agent import Agent
 from yamblab.games.dice import KEEP_OFFSET
 from yamblab.games.yahtzee.rules import YahtzeeRules
 from yamblab.oracle.yahtzee.turn import TurnValues
@@ -82,19 +82,20 @@ def zero_valuation() -> np.ndarray:
     return np.zeros((4096, 3, 64))
 
 
-@register("random")
 def _random(game, table=None, seed=0, **_):
     return RandomAgent(seed)
 
 
-@register("greedy")
 def _greedy(game, table=None, seed=0, **_):
     return TurnPerfectAgent(zero_valuation(), game.rules, name="greedy")
 
 
-@register("oracle")
 def _oracle(game, table=None, seed=0, **_):
     from yamblab.oracle.yahtzee.table import OracleTable
 
     table = table or OracleTable.get(game.rules)
     return TurnPerfectAgent(table.values, game.rules, name="oracle")
+
+
+#: Yahtzee's agents by name (:mod:`yamblab.agents.base`)
+AGENTS = {"random": _random, "greedy": _greedy, "oracle": _oracle}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from yamblab.agents.base import Agent, register
+from yamblab.agents.agent import Agent
 from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules
 from yamblab.oracle.yamb.turn import TurnPlanner, row_par
 
@@ -117,34 +117,18 @@ def _logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def make_agent(name: str, rules: YambRules, seed: int = 0, **options):
-    """An agent by name (``random``, ``greedy``, ``heuristic``, ``oracle``, ``search``) from the one
-    registry (:func:`yamblab.agents.base.make_agent`).
-
-    Raises:
-        UnknownVariantError: an unknown agent name, naming the known ones.
-    """
-    from yamblab.agents.base import make_agent as _make
-
-    return _make(name, rules, seed=seed, **options)
-
-
-@register("random", game="yamb")
 def _random(game, table=None, seed=0, **_):
     return RandomAgent(game.rules, seed)
 
 
-@register("greedy", game="yamb")
 def _greedy(game, table=None, seed=0, **_):
     return GreedyAgent(game.rules, seed)
 
 
-@register("heuristic", game="yamb")
 def _heuristic(game, table=None, seed=0, **_):
     return HeuristicAgent(game.rules, seed)
 
 
-@register("oracle", game="yamb")
 def _oracle(game, table=None, seed=0, **_):
     """Optimal play of a single down, up or free column (its exact oracle)."""
     from yamblab.oracle.yamb.oracles import column_oracle
@@ -168,5 +152,8 @@ def play(agent, batch, max_steps: int = 100000):
     raise RuntimeError("games did not finish")  # pragma: no cover
 
 
-__all__ = ["RandomAgent", "GreedyAgent", "HeuristicAgent", "TurnPlanner", "make_agent", "play",
+#: Yamb's agents by name (:mod:`yamblab.agents.base`)
+AGENTS = {"random": _random, "greedy": _greedy, "heuristic": _heuristic, "oracle": _oracle}
+
+__all__ = ["RandomAgent", "GreedyAgent", "HeuristicAgent", "TurnPlanner", "AGENTS", "play",
            "row_par"]

@@ -35,26 +35,75 @@ from yamblab.games.encoding import EncodedBatch
 
 @dataclass(frozen=True)
 class GameEntry:
-    """A game as the run config and the command line name it.
+    """A game's one registration: its name in messages, its run-config options, and each of its
+    pieces as ``"module:name"``. A piece is imported only by the registry of its own floor
+    (:data:`PIECE_FLOORS`), so naming it here runs no import up the floors.
 
     Attributes:
         label: the game's name in messages (``"Yahtzee"``).
         options: the run-config options it takes, the first its main one (``rules``;
             ``preset`` and ``columns``).
-        make: ``"module:function"`` of its folder, ``fn(**options) -> Game`` (options not
-            given, None, are left out; the function's defaults apply, and an empty one too).
+        make: ``fn(**options) -> Game`` (options not given, None, are left out; the function's
+            defaults apply, and an empty one too).
+        full_turn, one_step: its search classes, each ``cls(rules, valuation)`` offering
+            ``q(batch)`` and ``reset()`` (:mod:`yamblab.search.registry`).
+        agents: its agents, a dict name -> ``factory(game, table, seed, **options)``
+            (:mod:`yamblab.agents.base`; the ``search`` agent is every game's).
+        grader: ``fn(agent, game, games, seed, **options) -> GradeReport``
+            (:mod:`yamblab.oracle.registry`).
+        exact: ``fn(game, table=None)``, the exact valuation of a solved game's boundary cards,
+            which full-turn search turns into optimal play; None: no exact oracle.
+        position_values: ``fn(enc, rules, table)``, exact points still to come of encoded
+            positions; None: the game has none.
+        table: the module of the one cached table that solves the whole game (its oracle
+            service: :mod:`yamblab.oracle.yahtzee.service`); None: no such table.
     """
 
     label: str
     options: tuple[str, ...]
     make: str
+    full_turn: str
+    one_step: str
+    agents: str
+    grader: str
+    exact: str | None = None
+    position_values: str | None = None
+    table: str | None = None
 
 
-#: every game, by the name a run config and ``--game`` use: the one list of games
+#: the floor of the registry that imports each kind of piece (tested: every piece lies there)
+PIECE_FLOORS = {"make": "games", "full_turn": "search", "one_step": "search", "exact": "search",
+                "position_values": "search", "agents": "agents", "grader": "oracle", "table": "oracle"}
+
+#: every game, by the name a run config and ``--game`` use: the one place a game is registered
 GAMES: dict[str, GameEntry] = {
-    "yahtzee": GameEntry("Yahtzee", ("rules",), "yamblab.games.yahtzee.game:from_options"),
-    "yamb": GameEntry("Yamb", ("preset", "columns"), "yamblab.games.yamb.game:from_options"),
+    "yahtzee": GameEntry(
+        "Yahtzee", ("rules",),
+        make="yamblab.games.yahtzee.game:from_options",
+        full_turn="yamblab.search.expectimax:FullTurnSearch",
+        one_step="yamblab.search.expectimax:OneStepSearch",
+        agents="yamblab.agents.yahtzee_agents:AGENTS",
+        grader="yamblab.oracle.yahtzee.grading:grade_game",
+        exact="yamblab.search.expectimax:oracle_valuation",
+        position_values="yamblab.search.expectimax:oracle_position_values",
+        table="yamblab.oracle.yahtzee.service"),
+    "yamb": GameEntry(
+        "Yamb", ("preset", "columns"),
+        make="yamblab.games.yamb.game:from_options",
+        full_turn="yamblab.search.yamb_search:YambFullTurnSearch",
+        one_step="yamblab.search.yamb_search:YambOneStepSearch",
+        agents="yamblab.agents.yamb_bots:AGENTS",
+        grader="yamblab.oracle.yamb.grading:grade_yamb",
+        exact="yamblab.search.yamb_search:oracle_valuation"),
 }
+
+
+def load_piece(ref: str):
+    """The object ``"module:name"`` names (a module for a bare ``"module"``), imported on first
+    use. Each floor's registry calls it for the pieces of its own floor only."""
+    module, _, name = ref.partition(":")
+    mod = importlib.import_module(module)
+    return getattr(mod, name) if name else mod
 
 
 @runtime_checkable
@@ -151,8 +200,7 @@ def make_game(game: str = "yahtzee", rules: str | None = None, preset: str | Non
     """
     key = str(game).strip().lower()
     given = check_options(key, {"rules": rules, "preset": preset, "columns": columns})
-    module, fn = game_entry(key).make.split(":")
-    return getattr(importlib.import_module(module), fn)(**given)
+    return load_piece(game_entry(key).make)(**given)
 
 
 def game_entry(game: str) -> GameEntry:
@@ -214,4 +262,5 @@ def as_game(game_or_rules) -> Game:
     return YahtzeeGame(game_or_rules)
 
 
-__all__ = ["Game", "GAMES", "as_game", "make_game", "step_shared"]
+__all__ = ["Game", "GameEntry", "GAMES", "PIECE_FLOORS", "as_game", "game_entry", "load_piece", "make_game",
+           "step_shared"]

@@ -388,6 +388,17 @@ def decode_yahtzee(enc: EncodedBatch):
     return scores, upper_raw, states
 
 
+def oracle_valuation(game, table=None) -> np.ndarray:
+    """The exact table's float64 (4096, 3, 64) boundary values of ``game``'s rules (``table``: one
+    already loaded, or its values; else it is loaded or built): full-turn search on them plays
+    optimally."""
+    if table is None:
+        from yamblab.oracle.yahtzee.table import OracleTable
+
+        table = OracleTable.get(game.rules)
+    return getattr(table, "values", table)
+
+
 def oracle_position_values(enc: EncodedBatch, rules: YahtzeeRules, table) -> np.ndarray:
     """Exact optimal points still to come of encoded Yahtzee positions, float64 (m,).
 

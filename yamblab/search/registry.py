@@ -1,5 +1,5 @@
-"""Each game's searches and exact valuation, by game name: the one place of the search floor where
-a game is registered (:data:`SEARCHES`, :data:`EXACT_VALUATIONS`); everything above asks here.
+"""Each game's searches and exact valuation, by game name, as its one registration
+(:data:`yamblab.games.protocol.GAMES`) names them: everything above the search floor asks here.
 
 Three depths (:data:`DEPTHS`): ``"none"`` (the policy head alone), ``"one_step"`` (the YoloYamb
 post's search: every move valued one step ahead by the value head) and ``"full_turn"`` (exact
@@ -9,51 +9,21 @@ play to the end of the turn against a valuation of the boundary cards it can end
 
 from __future__ import annotations
 
-import importlib
 from typing import Literal
 
 from yamblab.errors import ConfigError
+from yamblab.games.protocol import GAMES, load_piece
 from yamblab.search.valuation import is_valuation
 
 DEPTHS = ("none", "one_step", "full_turn")
 Depth = Literal["none", "one_step", "full_turn"]
 
-#: game name → (module, full-turn search class, one-step search class). Each search takes
-#: ``(rules, valuation)`` and offers ``q(batch) -> float64 (n, 208)`` and ``reset()``; a
-#: full-turn search also ``successor_samples(batch, games, k, rng)``.
-SEARCHES: dict[str, tuple[str, str, str]] = {
-    "yahtzee": ("yamblab.search.expectimax", "FullTurnSearch", "OneStepSearch"),
-    "yamb": ("yamblab.search.yamb_search", "YambFullTurnSearch", "YambOneStepSearch"),
-}
 
-
-def _yahtzee_exact(game, table=None):
-    if table is None:
-        from yamblab.oracle.yahtzee.table import OracleTable
-
-        table = OracleTable.get(game.rules)
-    return getattr(table, "values", table)
-
-
-def _yamb_exact(game, table=None):
-    from yamblab.oracle.yamb.oracles import column_oracle
-    from yamblab.search.valuation import YambColumnOracleValuation
-
-    return YambColumnOracleValuation(column_oracle(game.rules))
-
-
-#: game name → the function giving a solved game's exact valuation of its boundary cards
-#: (``fn(game, table=None)``), which full-turn search turns into optimal play
-EXACT_VALUATIONS = {"yahtzee": _yahtzee_exact, "yamb": _yamb_exact}
-
-
-def _family(game) -> tuple[str, str, str]:
+def _entry(game):
     name = getattr(game, "name", "yahtzee")
-    try:
-        return SEARCHES[name]
-    except KeyError:
-        raise ConfigError(f"no search is registered for the game {name!r} "
-                          f"(known: {', '.join(SEARCHES)})") from None
+    if name not in GAMES:
+        raise ConfigError(f"no search is registered for the game {name!r} (known: {', '.join(GAMES)})")
+    return GAMES[name]
 
 
 def make_search(depth: Depth, game, valuation):
@@ -78,26 +48,24 @@ def make_search(depth: Depth, game, valuation):
         raise ValueError(f"unknown search depth {depth!r}; choose one of {', '.join(DEPTHS)}")
     if depth == "none":
         return None
-    module, full_turn, one_step = _family(game)
+    entry = _entry(game)
     rules = getattr(game, "rules", game)
     if depth == "one_step" and not (is_valuation(valuation) and getattr(valuation, "values_dice", True)):
         raise ValueError("one-step search needs a network valuation (it values positions with dice)")
-    cls = getattr(importlib.import_module(module), full_turn if depth == "full_turn" else one_step)
-    return cls(rules, valuation)
+    return load_piece(entry.full_turn if depth == "full_turn" else entry.one_step)(rules, valuation)
 
 
 def exact_position_values(game, enc, table):
     """Exact optimal points still to come of encoded positions of a table game, float64 (m,):
-    its search module's ``oracle_position_values(enc, rules, table)`` (Yahtzee's).
+    its registration's ``position_values(enc, rules, table)`` (Yahtzee's).
 
     Raises:
-        ConfigError: a game whose search module has none.
+        ConfigError: a game that has none.
     """
-    module = importlib.import_module(_family(game)[0])
-    fn = getattr(module, "oracle_position_values", None)
-    if fn is None:
+    ref = _entry(game).position_values
+    if ref is None:
         raise ConfigError(f"the game {game.name!r} has no exact values of single positions")
-    return fn(enc, game.rules, table)
+    return load_piece(ref)(enc, game.rules, table)
 
 
 def check_solved(game) -> None:
@@ -107,7 +75,7 @@ def check_solved(game) -> None:
         ConfigError: a game with no exact oracle (a full Yamb card, a single Yamb column of a
             kind the oracles do not solve), naming why.
     """
-    if getattr(game, "solved", True) and game.name in EXACT_VALUATIONS:
+    if getattr(game, "solved", True) and game.name in GAMES and GAMES[game.name].exact:
         return
     rules = game.rules
     columns = getattr(rules, "columns", ())
@@ -137,7 +105,7 @@ def exact_valuation(game, table=None):
         ConfigError: a game the oracles do not solve (:func:`check_solved`).
     """
     check_solved(game)
-    return EXACT_VALUATIONS[game.name](game, table)
+    return load_piece(GAMES[game.name].exact)(game, table)
 
 
 def exact_search(game, table=None):
@@ -150,5 +118,5 @@ def exact_search(game, table=None):
     return make_search("full_turn", game, exact_valuation(game, table))
 
 
-__all__ = ["DEPTHS", "Depth", "SEARCHES", "EXACT_VALUATIONS", "make_search", "check_solved",
+__all__ = ["DEPTHS", "Depth", "make_search", "check_solved",
            "exact_valuation", "exact_search", "exact_position_values"]

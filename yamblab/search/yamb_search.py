@@ -194,6 +194,15 @@ class YambFullTurnSearch(TurnPlanner):
         return to_shared_q(self.rules, self.action_values(batch))
 
 
+def oracle_valuation(game, table=None):
+    """The exact oracle of a single Yamb column as a valuation of its boundary cards
+    (``table`` is unused): full-turn search on it plays optimally."""
+    from yamblab.oracle.yamb.oracles import column_oracle
+    from yamblab.search.valuation import YambColumnOracleValuation
+
+    return YambColumnOracleValuation(column_oracle(game.rules))
+
+
 class _Cards:
     """Cards between turns as a batch the per-turn pass can plan (no dice rolled yet)."""
 

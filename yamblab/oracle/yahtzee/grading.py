@@ -115,7 +115,7 @@ def grade(agent, rules: YahtzeeRules = OFFICIAL, games: int = 1000, seed: int = 
     """Play ``games`` seeded games with ``agent`` and grade every decision with the oracle.
 
     Args:
-        agent: any :class:`~yamblab.agents.base.Agent`.
+        agent: any :class:`~yamblab.agents.agent.Agent`.
         games: number of games (game numbers ``first_game`` … on dice seed ``seed``).
         chunk: games played at once (memory: about 15 KB per game).
         progress: show a progress bar over games.

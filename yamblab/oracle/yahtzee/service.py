@@ -1,6 +1,6 @@
 """Yahtzee's oracle service: the exact table built or loaded once, and recorded decisions graded
 against it for whoever asks (the evaluator in a run; a Ray actor, or a plain object when the
-run's roles share one process). Registered in :data:`yamblab.oracle.registry.TABLE_GAMES`."""
+run's roles share one process). The ``table`` of Yahtzee's registration (:data:`yamblab.games.protocol.GAMES`)."""
 
 from __future__ import annotations
 

@@ -73,10 +73,25 @@ def test_cpu_config_draws_decisions_on_top_of_the_value_samples():
     import math
 
     cfg = load_run_config(ROOT / "configs" / "yahtzee-cpu.yaml").train
-    decisions = int(round(cfg.batch_size * cfg.policy_share))
-    assert decisions == 64 and abs(cfg.batch_size - decisions - 256 * (1 - 0.073)) < 1
+    decisions = int(round(cfg.batch_size * cfg.policy_share_at(0.0)))
+    assert decisions == 64 == cfg.decisions_per_batch and abs(cfg.batch_size - decisions - 256 * (1 - 0.073)) < 1
+    assert decisions == int(round(cfg.batch_size * 0.212))   # the share it stated before: the same draws
     for new in (33_957, 16_942, 1_000):      # one iteration of 64 games, of 32, a few games
         assert abs(cfg.steps_for(new) - math.ceil(1.5 * new / 256)) <= 1
+
+
+def test_decisions_per_batch_derives_the_share_and_refuses_a_second_say():
+    cpu = ROOT / "configs" / "yahtzee-cpu.yaml"
+    wider = load_run_config(cpu, {"train.batch_size": 400}).train
+    assert wider.policy_share_at(0.0) == pytest.approx(64 / 400) and wider.policy_share is None
+    uniform = load_run_config(cpu, {"train.decisions_per_batch": None}).train
+    assert uniform.policy_share_at(0.5) is None
+    with pytest.raises(ValueError, match="decisions_per_batch and train.policy_share both"):
+        load_run_config(cpu, {"train.policy_share": 0.3})
+    with pytest.raises(ValueError, match=r"decisions_per_batch \(64\) is more than train.batch_size \(32\)"):
+        load_run_config(cpu, {"train.batch_size": 32})
+    rising = load_run_config(cpu, {"train.policy_share_final": 0.4}).train
+    assert rising.policy_share_at(0.0) == pytest.approx(64 / 302) and rising.policy_share_at(1.0) == pytest.approx(0.4)
 
 
 def test_config_and_spec_headers_are_at_most_five_lines():

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the digests as recorded studies hold them (yamblab.sweeps.branch.config_digest)
 FROZEN = {
     'jamb-cpu.yaml': 'f73f5f35ef6f',
-    'yahtzee-cpu.yaml': 'ab024adc8613',
+    'yahtzee-cpu.yaml': 'ced2c6fe3db0',   # decisions_per_batch: 64 for policy_share 0.212 (same draws)
     'yahtzee-tiny.yaml': '2e5a11e29e7d',
     'yamb-cpu.yaml': '07a12a4387a8',
     'yamb-free-cpu.yaml': '645725e0d4ed',

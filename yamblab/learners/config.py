@@ -161,6 +161,8 @@ class TrainConfig(BaseModel):
     replay_ratio: float = setting("replay", 4.0, "optimiser samples per new self-play position", gt=0.0, le=1000.0)
     policy_share: float | None = setting("replay", None, "share of each draw taken among positions with a decision "
                                      "(None: uniform draws)", gt=0.0, le=1.0)
+    decisions_per_batch: int | None = setting("replay", None, "instead of policy_share: this many positions with a "
+                                          "decision in every batch (the share follows batch_size)", ge=1, le=1 << 20)
     policy_share_final: float | None = setting("replay", None, "the share at the run's end, along the learning "
                                            "rate's half cosine (needs policy_share)", gt=0.0, le=1.0)
     # -- bots
@@ -181,11 +183,26 @@ class TrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_split(self) -> "TrainConfig":
-        if self.policy_share_final is not None and self.policy_share is None:
+        if self.decisions_per_batch is not None:
+            if self.policy_share is not None:
+                raise ValueError("train.decisions_per_batch and train.policy_share both set the decisions in "
+                                 "each draw; give one (set the other to null)")
+            if self.decisions_per_batch > self.batch_size:
+                raise ValueError(f"train.decisions_per_batch ({self.decisions_per_batch}) is more than "
+                                 f"train.batch_size ({self.batch_size})")
+        if self.policy_share_final is not None and self.start_share is None:
             raise ValueError("train.policy_share_final is the share of decisions at the run's end and needs "
-                             "train.policy_share, the share at its start (uniform draws give a Yahtzee "
-                             "full-turn config about 0.07)")
+                             "train.policy_share or train.decisions_per_batch, the share at its start (uniform "
+                             "draws give a Yahtzee full-turn config about 0.07)")
         return self
+
+    @property
+    def start_share(self) -> float | None:
+        """The share of decisions in each draw at the run's start: :attr:`policy_share`, or
+        :attr:`decisions_per_batch` / :attr:`batch_size`; None: uniform draws."""
+        if self.decisions_per_batch is not None:
+            return self.decisions_per_batch / self.batch_size
+        return self.policy_share
 
     def steps_for(self, new_positions: int) -> int:
         """Optimiser steps that ``new_positions`` new self-play positions pay for:
@@ -218,8 +235,8 @@ class TrainConfig(BaseModel):
         """The share of decisions in the learner's draw at ``progress`` (0 at the start of the
         run, 1 at its end; values outside are clipped): :attr:`policy_share` throughout (None:
         uniform draws) without :attr:`policy_share_final`, else ``sf + (s0 − sf)(1 + cos πp) / 2``,
-        the learning rate's half cosine (:meth:`lr_at`) from s0 = ``policy_share`` to sf."""
-        return _annealed(self.policy_share, self.policy_share_final, progress)
+        the learning rate's half cosine (:meth:`lr_at`) from s0 = :attr:`start_share` to sf."""
+        return _annealed(self.start_share, self.policy_share_final, progress)
 
     def bot_share_at(self, iteration: int) -> float:
         """Share of bot games at ``iteration`` (0-based): linear taper to 0."""

@@ -1,11 +1,11 @@
 """The exact free-column oracle: brute force on reduced columns, and free ≥ down, up."""
 
-import itertools
 import math
 from functools import lru_cache
 
 import numpy as np
 import pytest
+from dice_brute import turn_value
 
 from yamblab.errors import ConfigError, IllegalActionError, UnreachablePositionError
 from yamblab.games.yamb.rules import get_preset
@@ -20,7 +20,7 @@ FULL = [3, 6, 9, 12, 15, 18, 25, 10, 45, 22, 48, 56, 0]
 
 
 def _brute(rules, scores=None):
-    """Independent expectimax over ordered dice outcomes, every hold mask, every open row.
+    """Independent expectimax over dice outcomes, every hold mask, every open row.
 
     Returns the expected final column total minus the current one (reference scoring:
     ``row_score`` and ``column_parts``), or with ``scores=None`` that function of the scores. Filled combination rows are memoised as 0: they only
@@ -47,22 +47,7 @@ def _brute(rules, scores=None):
                 best = max(best, column_parts(rules, s2)["total"] - cur + V(key(s2)))
             return best
 
-        @lru_cache(maxsize=None)
-        def expect(kept, roll):
-            k = n - len(kept)
-            tot = sum(after(tuple(sorted(kept + o)), roll)
-                      for o in itertools.product(range(1, 7), repeat=k))
-            return tot / 6 ** k
-
-        @lru_cache(maxsize=None)
-        def after(dice, roll):
-            best = score_best(dice, roll)
-            if roll < L:
-                for m in range(1 << n):
-                    best = max(best, expect(tuple(dice[i] for i in range(n) if m >> i & 1), roll + 1))
-            return best
-
-        return expect((), 1)
+        return turn_value(n, L, score_best)
 
     def value(s):
         return V(key(tuple(int(x) for x in s)))

@@ -37,6 +37,10 @@ class ConfigError(YamblabError, ValueError):
     """A configuration file or option that fails validation."""
 
 
+class EndgameTooLarge(YamblabError, ValueError):
+    """A Yamb card whose exact endgame needs more new states than the call allows."""
+
+
 class DiskFullError(YamblabError, OSError):
     """A write that found no space left on its device (or the user's disk quota spent); the
     message names the file, and what was kept."""

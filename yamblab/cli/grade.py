@@ -68,6 +68,9 @@ def grade(
                                        "of its down, up and free columns played alone and print its "
                                        "optimal score beside the agent's points in that column (a minute "
                                        "or so per column)."),
+    endgame: Optional[int] = typer.Option(None, min=0, max=12, help="A Yamb card of several columns: also "
+                                          "charge the exact regret of every decision made once at most this "
+                                          "many boxes are open (the exact endgame oracle; default 8, 0: off)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ):
     """Play seeded games with an agent and grade every decision against the exact oracle.
@@ -75,7 +78,8 @@ def grade(
     Yahtzee and a single Yamb column (down, up or free) are graded decision by decision: the
     regret per game with its 95% CI, by decision and by box. A Yamb card of several columns
     has no exact oracle: it is compared with a bot (--versus, the heuristic by default) on the
-    same dice instead: both mean scores and their paired difference with its 95% CI.
+    same dice instead: both mean scores and their paired difference with its 95% CI; and the
+    decisions of its last turns, once at most --endgame boxes are open, are graded exactly.
     """
     from yamblab.agents.base import make_agent
     from yamblab.games.protocol import make_game
@@ -90,12 +94,7 @@ def grade(
         g = make_game("yamb", preset=preset or "croatian", columns=cols)
     else:
         g = make_game("yahtzee", rules or "forced")
-    if versus is not None:
-        if g.solved:
-            raise YamblabError("--versus names the bot a Yamb card of several columns is compared with; "
-                               "this game is graded by its exact oracle instead")
-        if versus not in ("heuristic", "greedy", "random"):
-            raise _bad_choice("bot to compare with", versus, ["heuristic", "greedy", "random"])
+    _check_card_options(g, versus, column_optima, endgame)
     options = {}
     if valuation is not None:
         options["valuation"] = valuation
@@ -110,15 +109,33 @@ def grade(
         grading["table"] = options["table"] = OracleTable.get(g.rules)
     a = make_agent(agent, g, seed=seed, **options)
     if column_optima:
-        if g.name != "yamb" or len(g.rules.columns) < 2:
-            raise YamblabError("--column-optima reports the columns of a Yamb card of several columns")
         from yamblab.oracle.yamb.oracles import column_optima as optima
 
         grading["column_optima"] = optima(g.rules)
     if not g.solved:
         grading["baseline"] = make_agent(versus or "heuristic", g, seed=seed)
+        if endgame != 0:
+            from yamblab.search.yamb_endgame import DEFAULT_K, YambEndgameOracle
+
+            grading["endgame"] = YambEndgameOracle(g.rules, k=min(endgame or DEFAULT_K, g.rules.n_turns))
     report = grade_game(a, g, games=games, seed=seed, **grading)
     typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.format())
+
+
+def _check_card_options(g, versus, column_optima: bool, endgame) -> None:
+    """Refuse the options of a Yamb card of several columns on a game its exact oracle grades."""
+    card = g.name == "yamb" and len(g.rules.columns) > 1
+    if versus is not None:
+        if g.solved:
+            raise YamblabError("--versus names the bot a Yamb card of several columns is compared with; "
+                               "this game is graded by its exact oracle instead")
+        if versus not in ("heuristic", "greedy", "random"):
+            raise _bad_choice("bot to compare with", versus, ["heuristic", "greedy", "random"])
+    if column_optima and not card:
+        raise YamblabError("--column-optima reports the columns of a Yamb card of several columns")
+    if endgame is not None and g.solved:
+        raise YamblabError("--endgame grades the last turns of a Yamb card of several columns; this game is "
+                           "graded by its exact oracle at every decision")
 
 
 @user_errors

@@ -42,7 +42,13 @@ class GradeReport:
     term), keyed by column kind; ``column_optima`` the optimal expected score of the same column
     played alone (a yardstick where an exact oracle exists: down, up, free); and
     ``announce_fill_rate`` the share of the announce column's boxes scored above 0 (None
-    without one).
+    without one). A Yamb card graded by an exact endgame oracle has ``endgame_k`` (the most open
+    boxes it solves) and the exact regret of every decision made once the card has at most that
+    many open boxes: per game (``endgame_regrets``, mean and 95% interval), by decision kind
+    and by column (a box's column; announcements the announce column's; keeps have none),
+    ``endgame_decisions``, such decisions a game, and ``endgame_entered``, the games by the
+    open boxes their card had when it entered the endgame (``k``, or fewer where the oracle's
+    state budget let it in a turn later; 0: never).
     """
 
     agent: str
@@ -72,6 +78,14 @@ class GradeReport:
     by_column: dict[str, float] = field(default_factory=dict)
     column_optima: dict[str, float] = field(default_factory=dict)
     announce_fill_rate: float | None = None
+    endgame_k: int | None = None
+    endgame_regret_mean: float | None = None
+    endgame_regret_ci: tuple[float, float] | None = None
+    endgame_decisions: float | None = None
+    endgame_entered: dict[int, int] = field(default_factory=dict)
+    endgame_by_decision: dict[str, float] = field(default_factory=dict)
+    endgame_by_column: dict[str, float] = field(default_factory=dict)
+    endgame_regrets: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def has_regret(self) -> bool:
@@ -84,8 +98,11 @@ class GradeReport:
         from yamblab.vocabulary import rounded
 
         d = asdict(self)
-        for k in ("scores", "regrets", "baseline_scores"):
+        for k in ("scores", "regrets", "baseline_scores", "endgame_regrets"):
             d.pop(k)
+        if self.endgame_k is None:
+            for k in [k for k in d if k.startswith("endgame_")]:
+                d.pop(k)
         if not self.has_regret:
             d["regret_mean"], d["regret_ci"] = None, None
         return rounded(d)
@@ -114,8 +131,11 @@ class GradeReport:
                 for k, v in self.by_column.items()))
         if self.announce_fill_rate is not None:
             lines.append(f"             announce boxes scored above 0: {100 * self.announce_fill_rate:.1f}%")
+        if self.endgame_k is not None:
+            lines += self._endgame_lines()
         if not self.has_regret:
-            lines.append("  regret     (no exact oracle for this card)")
+            lines.append("  regret     (no exact oracle for a whole card" + (
+                "; the endgame's is above)" if self.endgame_k is not None else ")"))
             return "\n".join(lines)
         lines += [
             f"  regret     mean {self.regret_mean:8.3f} points/game  95% CI "
@@ -126,6 +146,21 @@ class GradeReport:
         lines.append("  by box      " + "  ".join(f"{k}: {v:.3f}" for k, v in worst if v > 0) if any(
             v > 0 for _, v in worst) else "  by box      (no regret)")
         return "\n".join(lines)
+
+
+    def _endgame_lines(self) -> list[str]:
+        lo, hi = self.endgame_regret_ci
+        return [
+            f"  endgame    exact regret once at most {self.endgame_k} boxes are open: mean "
+            f"{self.endgame_regret_mean:.3f} points/game  95% CI [{lo:.3f}, {hi:.3f}] "
+            f"({self.endgame_decisions:.1f} decisions a game)",
+            "    by decision " + "  ".join(f"{k}: {v:.3f}" for k, v in self.endgame_by_decision.items()),
+            *(["    entered  " + ", ".join(f"{c} game{'s' * (c != 1)} at {n} open boxes" if n else f"{c} never"
+                                          for n, c in sorted(self.endgame_entered.items(), reverse=True))
+               + " (a card beyond the oracle's state budget enters a turn later)"]
+              if set(self.endgame_entered) - {self.endgame_k} else []),
+            "    by column   " + "  ".join(f"{k}: {v:.3f}" for k, v in self.endgame_by_column.items()),
+        ]
 
 
 #: games played at once by :func:`play_scores`

@@ -143,14 +143,16 @@ class YambFullTurnSearch(TurnPlanner):
             v = np.zeros(o.size)
             live = np.flatnonzero(~full)
             if live.size:
-                v[live] = self.valuation.values(self._encode_leaves(nxt[live]))
+                by_card = getattr(self.valuation, "card_values", None)      # an exact oracle: no encoding
+                v[live] = by_card(nxt[live]) if by_card else self.valuation.values(self._encode_leaves(nxt[live]))
                 self.leaves += live.size
             W[o, c, rr, s] = gain[o, c, rr, s] + v
         self._W[games] = W
 
     # ------------------------------------------------------------------ action values
-    def action_values(self, batch) -> np.ndarray:
-        """Q of every engine action, float64 (n, A): ``-inf`` where illegal or finished."""
+    def action_values(self, batch, games: np.ndarray | None = None) -> np.ndarray:
+        """Q of every engine action, float64 (n, A): ``-inf`` where illegal or finished, and
+        for games outside ``games`` (int64 indices; None: every game)."""
         r = self.rules
         n = batch.n
         if self._K is None or self._K.shape[0] != n:
@@ -159,6 +161,8 @@ class YambFullTurnSearch(TurnPlanner):
         P, H = batch.n_placements, batch.n_holds
         q = np.full((n, batch.n_actions), -np.inf)
         live = np.flatnonzero(~batch.done)
+        if games is not None:
+            live = np.intersect1d(live, np.asarray(games, np.int64))
         if live.size == 0:
             return q
         legal = batch.legal_actions()
@@ -366,14 +370,17 @@ class YambOneStepSearch:
     def reset(self, batch=None) -> None:
         self.turn.reset()
 
-    def action_values(self, batch) -> np.ndarray:
-        """Q of every engine action, float64 (n, A): ``-inf`` where illegal or finished."""
+    def action_values(self, batch, games: np.ndarray | None = None) -> np.ndarray:
+        """Q of every engine action, float64 (n, A): ``-inf`` where illegal or finished, and
+        for games outside ``games`` (int64 indices; None: every game)."""
         r = self.rules
         t = self.tables
         n = batch.n
         P, H = batch.n_placements, batch.n_holds
         q = np.full((n, batch.n_actions), -np.inf)
         live = np.flatnonzero(~batch.done)
+        if games is not None:
+            live = np.intersect1d(live, np.asarray(games, np.int64))
         if live.size == 0:
             return q
         legal = batch.legal_actions()

@@ -7,7 +7,9 @@
   optimal play, with far less noise than its score.
 * A card of several columns has no exact oracle: the games are played on fixed dice and
   compared with a baseline bot (the heuristic by default) on the **same** dice: the mean score,
-  its CI, and the paired difference with its CI (Student t over games; scipy).
+  its CI, and the paired difference with its CI (Student t over games; scipy). With an exact
+  **endgame** oracle (:class:`~yamblab.search.yamb_endgame.YambEndgameOracle`), every decision
+  made once the card has at most its ``k`` open boxes is charged its exact regret as well.
 
 Agents are duck-typed: ``act(batch) -> int64 (n,)`` engine actions (-1 for finished games)
 and an optional ``reset(batch)``.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from yamblab.errors import EndgameTooLarge
 from yamblab.games.yamb.rules import ROW_LABELS
 from yamblab.oracle.report import GradeReport, mean_ci, play_scores
 
@@ -68,7 +71,7 @@ def column_regrets(oracle, batch, actions: np.ndarray) -> np.ndarray:
 def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0, oracle=None,
                baseline=None, baseline_scores: np.ndarray | None = None,
                yardsticks: dict[str, np.ndarray] | None = None, progress: bool = False,
-               column_optima: dict[str, float] | None = None) -> GradeReport:
+               column_optima: dict[str, float] | None = None, endgame=None) -> GradeReport:
     """Play ``games`` seeded Yamb games with ``agent`` and grade them.
 
     Args:
@@ -85,6 +88,10 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
         column_optima: each column kind's optimal expected score played alone (points;
             :func:`~yamblab.oracle.yamb.oracles.column_optima`), reported beside the agent's
             mean points in that column.
+        endgame: an exact endgame oracle (:class:`~yamblab.search.yamb_endgame.YambEndgameOracle`:
+            ``k``, ``max_states``, ``card_values`` and ``search()``, whose ``action_values(batch,
+            games)`` are exact at positions with at most ``k`` open boxes): the exact regret of
+            every decision made there.
 
     Returns:
         :class:`~yamblab.oracle.report.GradeReport` (game ``"yamb"``): regret per game, by
@@ -105,7 +112,7 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
 
         oracle = column_oracle(rules)
     names = decision_names(rules)
-    played = _play(agent, game, int(games), seed, first_game, oracle, progress)
+    played = _play(agent, game, int(games), seed, first_game, oracle, progress, endgame)
     s, by_decision, by_row = played["scores"], played["by_decision"], played["by_row"]
     m, lo, hi = mean_ci(s)
     if oracle:
@@ -127,20 +134,87 @@ def grade_yamb(agent, game, games: int = 200, seed: int = 0, first_game: int = 0
         by_column={k: float(v) for k, v in zip(rules.columns, played["columns"].mean(axis=0))},
         column_optima={k: float(v) for k, v in (column_optima or {}).items() if k in rules.columns},
         announce_fill_rate=float(played["announce"].mean()) if played["announce"] is not None else None)
+    if endgame is not None:
+        _endgame_report(report, endgame.k, played["endgame"], rules, names, int(games))
     _compare(report, game, int(games), seed, first_game, baseline, baseline_scores, yardsticks)
     return report
 
 
-def _play(agent, game, games: int, seed: int, first_game: int, oracle, progress: bool) -> dict:
+def _endgame_report(report: GradeReport, k: int, eg: dict, rules, names, games: int) -> None:
+    em, elo, ehi = mean_ci(eg["regrets"])
+    report.endgame_k = int(k)
+    report.endgame_regrets = eg["regrets"]
+    report.endgame_regret_mean, report.endgame_regret_ci = em, (elo, ehi)
+    report.endgame_decisions = float(eg["decisions"] / games)
+    report.endgame_entered = {int(n): int(c) for n, c in zip(*np.unique(eg["entered"], return_counts=True))}
+    report.endgame_by_decision = {n: float(v / games) for n, v in zip(names, eg["by_decision"])}
+    report.endgame_by_column = {c: float(v / games) for c, v in zip(rules.columns, eg["by_column"])}
+
+
+class _EndgameTally:
+    """The exact regret of each decision made with at most ``k`` open boxes, summed per game, per
+    decision kind and per column (a box's; an announcement's is the announce column's).
+
+    A game enters the endgame at the first turn start with at most ``k`` open boxes whose card
+    the oracle solves within its ``max_states`` new states; a card beyond that waits a turn (one
+    box fewer) and is tried again, so a card of many live states costs seconds, not minutes."""
+
+    def __init__(self, endgame, rules, names):
+        self.endgame, self.rules, self.names = endgame, rules, names
+        self.by_decision = np.zeros(len(names))
+        self.by_column = np.zeros(rules.n_columns)
+        self.decisions = 0
+        self.regrets: list[np.ndarray] = []
+        self.entered: list[np.ndarray] = []          # open boxes when each game entered (0: never)
+
+    def start(self, b) -> None:
+        self.search = self.endgame.search()
+        self.search.reset(b)
+        self.regrets.append(np.zeros(b.n))
+        self.entered.append(np.zeros(b.n, np.int64))
+        self._tried = np.full(b.n, -1, np.int64)     # the turn a game was last refused at
+
+    def _enter(self, b, n_open: np.ndarray) -> None:
+        entered, turn = self.entered[-1], np.asarray(b.turn, np.int64)
+        for i in np.flatnonzero(~np.asarray(b.done) & (entered == 0) & (n_open <= self.endgame.k) & (self._tried != turn)):
+            try:
+                self.endgame.card_values(np.asarray(b.card)[i:i + 1].copy(), max_states=self.endgame.max_states)
+                entered[i] = n_open[i]
+            except EndgameTooLarge:
+                self._tried[i] = turn[i]
+
+    def charge(self, b, a: np.ndarray, kind: np.ndarray) -> None:
+        n_open = (np.asarray(b.card) < 0).reshape(b.n, -1).sum(axis=1)
+        self._enter(b, n_open)
+        games = np.flatnonzero(~np.asarray(b.done) & (a >= 0) & (self.entered[-1] > 0))
+        if games.size == 0:
+            return
+        q = self.search.action_values(b, games)[games]
+        r = np.maximum(q.max(axis=1) - q[np.arange(games.size), a[games]], 0.0)
+        self.regrets[-1][games] += r
+        self.decisions += games.size
+        np.add.at(self.by_decision, kind[games], r)
+        box = a[games] < b.n_placements
+        np.add.at(self.by_column, a[games][box] // self.rules.n_rows, r[box])
+        if self.rules.announce_column >= 0:
+            self.by_column[self.rules.announce_column] += r[a[games] >= b.announce_offset].sum()
+
+    def result(self) -> dict:
+        return {"regrets": np.concatenate(self.regrets), "by_decision": self.by_decision,
+                "by_column": self.by_column, "decisions": self.decisions, "entered": np.concatenate(self.entered)}
+
+
+def _play(agent, game, games: int, seed: int, first_game: int, oracle, progress: bool, endgame=None) -> dict:
     """Play the graded games, a chunk at a time: their scores, columns' points, upper bonuses and
     filled announce boxes, and with an ``oracle`` every decision's exact regret, summed per game,
-    per decision kind and per row."""
+    per decision kind and per row (with an ``endgame`` oracle, the endgame's: :class:`_EndgameTally`)."""
     rules = game.rules
     names = decision_names(rules)
     by_decision = np.zeros(len(names))
     by_row = np.zeros(rules.n_rows)
     scores, regrets, bonus, columns, announce = [], [], [], [], []
     ann = rules.announce_column
+    tally = _EndgameTally(endgame, rules, names) if endgame is not None else None
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -152,14 +226,18 @@ def _play(agent, game, games: int, seed: int, first_game: int, oracle, progress:
         if hasattr(agent, "reset"):
             agent.reset(b)
         g_reg = np.zeros(n)
+        if tally is not None:
+            tally.start(b)
         while not b.done.all():
             a = np.asarray(agent.act(b), dtype=np.int64)
+            kind = np.where(a < b.n_placements, len(names) - 2,
+                            np.where(a >= b.announce_offset, len(names) - 1,
+                                     np.clip(np.asarray(b.rolls_used, np.int64) - 1, 0, len(names) - 3)))
+            if tally is not None:
+                tally.charge(b, a, kind)
             if oracle:
                 live = ~np.asarray(b.done)
                 r = column_regrets(oracle, b, a)
-                kind = np.where(a < b.n_placements, len(names) - 2,
-                                np.where(a >= b.announce_offset, len(names) - 1,
-                                         np.asarray(b.rolls_used, np.int64) - 1))
                 np.add.at(by_decision, kind[live], r[live])
                 box = live & (a >= 0) & (a < b.n_placements)
                 np.add.at(by_row, a[box] % rules.n_rows, r[box])
@@ -177,7 +255,7 @@ def _play(agent, game, games: int, seed: int, first_game: int, oracle, progress:
         bar.close()
     return {"scores": np.concatenate(scores), "regrets": np.concatenate(regrets), "bonus": np.concatenate(bonus),
             "columns": np.concatenate(columns), "announce": np.concatenate(announce) if announce else None,
-            "by_decision": by_decision, "by_row": by_row}
+            "by_decision": by_decision, "by_row": by_row, "endgame": tally.result() if tally else None}
 
 
 def _compare(report: GradeReport, game, games: int, seed: int, first_game: int, baseline, baseline_scores,

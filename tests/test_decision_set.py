@@ -244,11 +244,31 @@ def test_other_rules_variant(official_table):
     assert 30 * 5 <= len(d) <= 39 * 5
 
 
-def test_full_yamb_card_has_no_decision_set():
-    with pytest.raises(ConfigError, match="full Yamb card has no exact oracle"):
-        decision_set(make_game("yamb", preset="croatian"), 5, cache=False)
-    with pytest.raises(ConfigError, match="no exact oracle"):
-        decision_set(make_game("yamb", preset="croatian", columns=["announce"]), 5, cache=False)
+def test_a_yamb_card_s_set_is_its_endgame_with_the_oracle_s_exact_values():
+    """The heuristic bot plays to the endgame oracle's k open boxes, the oracle the rest; every
+    position from there carries its exact action values, and the oracle's own choices there
+    lose nothing."""
+    from yamblab.search.registry import endgame_oracle
+
+    g = make_game("yamb", preset="croatian")
+    d = decision_set(g, 6, seed=3, cache=False)
+    k = endgame_oracle(g).k
+    assert d.digest == f"{g.digest}-endgame{k}" and d.label.endswith(f"endgame {k}")
+    assert (np.isfinite(d.q) == d.encoded.legal).all() and np.array_equal(np.unique(d.game_index), np.arange(6))
+    assert k <= d.positions_per_game() <= 6 * k              # a box a turn, keeps between
+    assert (d.value >= 0).all() and (d.kind == 2).sum() >= k * 6 * 0.5
+    # the same set twice from the same dice, and the value of each game's first position is its
+    # card's exact value once the turn's dice are averaged: positive and below 60 points a box
+    again = decision_set(g, 6, seed=3, cache=False)
+    assert np.array_equal(again.q, d.q)
+    first = np.array([np.flatnonzero(d.game_index == i)[0] for i in range(6)])
+    assert (d.value[first] < 60 * k).all()
+    # graded like Yahtzee's: the oracle's own choices lose nothing, uniform play loses points
+    best = np.zeros(d.q.shape, np.float32)
+    best[np.arange(len(d)), np.argmax(d.q, axis=1)] = 1.0
+    uniform = d.legal / d.legal.sum(axis=1, keepdims=True)
+    assert solver_losses(StubNet(best, d.value), d).metrics["policy_regret"] == pytest.approx(0.0, abs=1e-9)
+    assert solver_losses(StubNet(uniform, d.value), d).metrics["policy_regret"] > 10
 
 
 def test_yamb_column_values_match_the_column_oracle():

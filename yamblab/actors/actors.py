@@ -283,7 +283,7 @@ class Evaluator:
 
     def solver_applies(self) -> bool:
         """Whether evaluations grade the network on the decision set (``runtime.solver_eval``,
-        which the run config allows only on a game with an exact oracle)."""
+        which the run config allows only on a game with an exact oracle, or of its endgame)."""
         return bool(self.cfg.runtime.solver_eval)
 
     def solver_grade(self, net, out: dict) -> None:

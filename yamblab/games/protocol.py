@@ -57,6 +57,8 @@ class GameEntry:
             positions; None: the game has none.
         table: the module of the one cached table that solves the whole game (its oracle
             service: :mod:`yamblab.oracle.yahtzee.service`); None: no such table.
+        endgame: ``cls(rules, k)``, the exact values of the game's last turns where the whole
+            game has none (offering ``k``, ``card_values`` and ``search()``); None: none.
     """
 
     label: str
@@ -69,11 +71,13 @@ class GameEntry:
     exact: str | None = None
     position_values: str | None = None
     table: str | None = None
+    endgame: str | None = None
 
 
 #: the floor of the registry that imports each kind of piece (tested: every piece lies there)
 PIECE_FLOORS = {"make": "games", "full_turn": "search", "one_step": "search", "exact": "search",
-                "position_values": "search", "agents": "agents", "grader": "oracle", "table": "oracle"}
+                "position_values": "search", "agents": "agents", "grader": "oracle", "table": "oracle",
+                "endgame": "search"}
 
 #: every game, by the name a run config and ``--game`` use: the one place a game is registered
 GAMES: dict[str, GameEntry] = {
@@ -94,7 +98,8 @@ GAMES: dict[str, GameEntry] = {
         one_step="yamblab.search.yamb_search:YambOneStepSearch",
         agents="yamblab.agents.yamb_bots:AGENTS",
         grader="yamblab.oracle.yamb.grading:grade_yamb",
-        exact="yamblab.search.yamb_search:oracle_valuation"),
+        exact="yamblab.search.yamb_search:oracle_valuation",
+        endgame="yamblab.search.yamb_endgame:YambEndgameOracle"),
 }
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from yamblab.atomic import atomic_write
 from yamblab.errors import DamagedFileError
 from yamblab.games.encoding import N_ACTIONS, EncodedBatch
-from yamblab.search.registry import check_solved, exact_search
+from yamblab.search.registry import check_solved, endgame_oracle, exact_search, has_endgame
 
 __all__ = ["DECISION_KINDS", "DECISION_SEED", "SET_VERSION", "DecisionSet", "decision_set",
            "SolverLosses", "solver_losses", "cache_path"]
@@ -163,17 +163,21 @@ def _take_encoded(enc: EncodedBatch, rows: np.ndarray) -> EncodedBatch:
     return EncodedBatch(**{k: getattr(enc, k)[rows] for k in _ENC_FIELDS})
 
 
+def set_digest(game) -> str:
+    """The digest a decision set of ``game`` carries: its rules', and for a game graded on its
+    endgame alone, the number of open boxes the endgame starts at."""
+    return f"{game.digest}-endgame{endgame_oracle(game).k}" if has_endgame(game) else game.digest
+
+
 def build_decision_set(game, games: int, seed: int, progress: bool = False) -> DecisionSet:
     """Record the positions of the oracle's optimal play (no cache); see :func:`decision_set`."""
     from yamblab.games.protocol import step_shared
 
+    if has_endgame(game):
+        return _build_endgame_set(game, games, seed, progress)
     search = exact_search(game)
     encs, qs, kinds, gidx = [], [], [], []
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=int(games), desc=f"decision set {game.label}", unit="games")
+    bar = _bar(progress, games, f"decision set {game.label}")
     for start in range(0, int(games), CHUNK):
         n = min(CHUNK, int(games) - start)
         batch = game.new_batch(n, seed=int(seed), first_game=start)
@@ -191,16 +195,50 @@ def build_decision_set(game, games: int, seed: int, progress: bool = False) -> D
             bar.update(n)
     if bar is not None:
         bar.close()
+    return _assemble(game, games, seed, encs, qs, kinds, gidx, label=f"{game.name} {game.label}")
+
+
+def _assemble(game, games, seed, encs, qs, kinds, gidx, label: str) -> DecisionSet:
     q = np.concatenate(qs) if qs else np.zeros((0, N_ACTIONS))
     enc = _concat_encoded(encs)
     bad = np.isfinite(q) != enc.legal
     if bad.any():   # pragma: no cover - a bug in the search or the encoding, not bad input
         raise RuntimeError(f"the oracle's values and the legal mask disagree at {int(bad.any(axis=1).sum())} positions")
     return DecisionSet(
-        label=f"{game.name} {game.label}", digest=game.digest, games=int(games), seed=int(seed),
+        label=label, digest=set_digest(game), games=int(games), seed=int(seed),
         encoded=enc, q=q, value=q.max(axis=1) if len(q) else np.zeros(0),
         kind=np.concatenate(kinds) if kinds else np.zeros(0, np.int8),
         game_index=np.concatenate(gidx) if gidx else np.zeros(0, np.int32))
+
+
+def _build_endgame_set(game, games: int, seed: int, progress: bool) -> DecisionSet:
+    """The endgame positions of a game whose whole has no oracle (a Yamb card): the heuristic bot
+    plays each game to the endgame oracle's ``k`` open boxes, the oracle plays the rest, and
+    every position from there is recorded with the oracle's exact action values."""
+    oracle = endgame_oracle(game)
+    encs, qs, kinds, gidx = [], [], [], []
+    bar = _bar(progress, games, f"decision set {game.label} (endgame, {oracle.k} open boxes)")
+    for start in range(0, int(games), CHUNK):
+        n = min(CHUNK, int(games) - start)
+        batch = game.new_batch(n, seed=int(seed), first_game=start)
+        for late, q in oracle.play(batch):
+            encs.append(_take_encoded(game.encode(batch), late))
+            qs.append(q)
+            kinds.append(kinds_of(game.rolls_left(batch)[late]))
+            gidx.append((start + late).astype(np.int32))
+        if bar is not None:
+            bar.update(n)
+    if bar is not None:
+        bar.close()
+    return _assemble(game, games, seed, encs, qs, kinds, gidx, label=f"{game.name} {game.label}, endgame {oracle.k}")
+
+
+def _bar(progress: bool, games: int, desc: str):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=int(games), desc=desc, unit="games")
 
 
 # ----------------------------------------------------------------------------- cache
@@ -208,7 +246,7 @@ def cache_path(game, games: int, seed: int, directory: str | Path | None = None)
     """Where the decision set of ``game`` (``games`` games of dice seed ``seed``) is cached."""
     from yamblab.oracle.yahtzee.table import cache_dir
 
-    return Path(directory or cache_dir()) / f"decision-set-{game.digest}-v{SET_VERSION}-{int(games)}g-s{int(seed)}.npz"
+    return Path(directory or cache_dir()) / f"decision-set-{set_digest(game)}-v{SET_VERSION}-{int(games)}g-s{int(seed)}.npz"
 
 
 def save(dset: DecisionSet, path: str | Path) -> Path:
@@ -286,13 +324,14 @@ def decision_set(game, games: int = 600, seed: int = DECISION_SEED, cache: bool 
     """
     if int(games) < 1:
         raise ValueError(f"number of games must be at least 1, got {games}")
-    check_solved(game)
+    if not has_endgame(game):
+        check_solved(game)
     if cache is False:
         return build_decision_set(game, games, seed, progress)
     path = cache_path(game, games, seed, None if cache is True else cache)
     if path.exists():
         dset = load(path)
-        if dset.digest != game.digest or dset.games != int(games) or dset.seed != int(seed):
+        if dset.digest != set_digest(game) or dset.games != int(games) or dset.seed != int(seed):
             raise DamagedFileError(f"decision set cache {path} holds {dset.label} ({dset.games} games, seed "
                                    f"{dset.seed}), not this set; delete it to rebuild the set")
         return dset

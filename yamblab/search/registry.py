@@ -108,6 +108,25 @@ def exact_valuation(game, table=None):
     return load_piece(GAMES[game.name].exact)(game, table)
 
 
+def endgame_oracle(game, k: int | None = None):
+    """The exact oracle of ``game``'s last turns (a Yamb card: :mod:`yamblab.search.yamb_endgame`),
+    solving cards of at most ``k`` open boxes (None: its default).
+
+    Raises:
+        ConfigError: a game with no endgame oracle.
+    """
+    ref = _entry(game).endgame
+    if ref is None:
+        raise ConfigError(f"the game {game.name!r} has no endgame oracle")
+    cls = load_piece(ref)
+    return cls(game.rules) if k is None else cls(game.rules, k=k)
+
+
+def has_endgame(game) -> bool:
+    """Whether ``game`` has an exact oracle of its last turns (and no exact oracle of the whole)."""
+    return not getattr(game, "solved", True) and _entry(game).endgame is not None
+
+
 def exact_search(game, table=None):
     """The oracle's full-turn search of a solved game: its ``q(batch)`` is the exact action
     values (float64 (n, 208), points still to come).
@@ -118,5 +137,5 @@ def exact_search(game, table=None):
     return make_search("full_turn", game, exact_valuation(game, table))
 
 
-__all__ = ["DEPTHS", "Depth", "make_search", "check_solved",
+__all__ = ["DEPTHS", "Depth", "make_search", "endgame_oracle", "has_endgame", "check_solved",
            "exact_valuation", "exact_search", "exact_position_values"]

@@ -18,7 +18,7 @@ import numpy as np
 from yamblab.errors import EndgameTooLarge
 from yamblab.games.encoding import EncodedBatch, decode_yamb_card
 from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules
-from yamblab.search.yamb_search import YambFullTurnSearch, turn_start_values
+from yamblab.search.yamb_search import YambFullTurnSearch, to_shared_q, turn_start_values
 
 #: the default largest number of open boxes solved (a few seconds a game on a CPU core)
 DEFAULT_K = 8
@@ -130,6 +130,28 @@ class YambEndgameOracle:
             self._cache.update((raw[i], float(vals[i])) for i in part)
             self._check(0)                         # after: the deeper layers' it needed first
         return vals[inverse.reshape(-1)]
+
+    def play(self, batch):
+        """Play ``batch`` to its end as Yamb's decision set does: the heuristic bot
+        (:class:`~yamblab.oracle.yamb.planners.HeuristicAgent`) until a card has at most
+        :attr:`k` open boxes, then optimal play. Before each step that moves a game of the
+        endgame, yields ``(games, q)``: those games' indices, int64 (m,), and their exact action
+        values in the shared action space, float64 (m, 208)."""
+        from yamblab.oracle.yamb.planners import HeuristicAgent
+
+        bot = HeuristicAgent(self.rules)
+        bot.reset(batch)
+        search = self.search()
+        search.reset(batch)
+        while not np.asarray(batch.done).all():
+            n_open = (np.asarray(batch.card) < 0).reshape(batch.n, -1).sum(axis=1)
+            late = np.flatnonzero(~np.asarray(batch.done) & (n_open <= self.k))
+            act = np.asarray(bot.act(batch), np.int64)
+            if late.size:
+                q = search.action_values(batch, late)[late]
+                yield late, to_shared_q(self.rules, q)
+                act[late] = np.argmax(q, axis=1)
+            batch.step(act)
 
     def _check(self, more: int) -> None:
         if self._limit is not None and self.solved + more > self._limit:

@@ -306,8 +306,8 @@ class SweepConfig(BaseModel):
 
 def _how_to_grade(mode: str) -> str:
     if mode in SOLVER_MODES:
-        return ("set runtime.solver_eval: true in `overrides` (Yahtzee or a single Yamb column: a full "
-                "Yamb card has no exact oracle)")
+        return ("set runtime.solver_eval: true in `overrides` (Yahtzee, a single Yamb column, or a Yamb "
+                "card's endgame)")
     if mode == EXACT_MODE:
         return ("the exact full-turn regret needs Yahtzee, runtime.eval_depth full_turn (or search.depth "
                 "full_turn), model.boundary_head: true and runtime.exact_eval: true")

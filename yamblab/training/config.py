@@ -284,9 +284,13 @@ class RunConfig(BaseModel):
                 raise ValueError("model.boundary_features: 'yahtzee' reads a Yahtzee card; "
                                  "use 'card' or 'card_middle' for Yamb")
         if self.runtime.solver_eval and not game.solved:
-            raise ValueError("runtime.solver_eval: a full Yamb card has no exact oracle, so its evaluation stays "
-                             "the paired comparison with the heuristic bot on the same dice; the decision set "
-                             "needs Yahtzee or a single down, up or free column (columns: [free])")
+            from yamblab.search.registry import has_endgame
+
+            if not has_endgame(game):
+                raise ValueError("runtime.solver_eval: this Yamb card has no exact oracle, so its evaluation stays "
+                                 "the paired comparison with the heuristic bot on the same dice; the decision set "
+                                 "needs Yahtzee, a single down, up or free column (columns: [free]) or a card "
+                                 "graded on its endgame")
         if self.train.random_state_samples and (self.search.depth != "full_turn" or not self.model.boundary_head):
             raise ValueError("train.random_state_samples trains the boundary head on full-turn search values: "
                              "it needs search.depth full_turn and model.boundary_head true (or set it to 0)")

@@ -229,6 +229,20 @@ def test_summary_paired_difference():
     assert "better" in text and "(baseline)" in text
 
 
+def test_arms_that_played_the_same_games_are_said_not_measured():
+    """A deterministic mode on the same dice can give two arms identical games: the table must
+    not call the zero-width interval a precise verdict, and says which modes can tell them apart."""
+    games = np.array([[310.0, 280.0, 295.0, 301.0]])
+    rows = summarise({"base": ArmResult("base", games, [0]), "same": ArmResult("same", games.copy(), [0])}, "base")
+    text = format_table(rows, "base", loss="points below heuristic")
+    assert "the same games: not measured" in text and "no clear difference" not in text
+    assert "cannot tell these arms apart" in text and "runtime.solver_eval" in text and "within the" not in text
+    other = summarise({"base": ArmResult("base", games, [0]), "up": ArmResult("up", games + [[1, -2, 3, 0]], [0])},
+                      "base")
+    assert "(points behind the bot per game); 0 of 1 within" in format_table(other, "base", loss="points below heuristic")
+    assert "0.0031" in format_run_summaries({"a": [(0, {"summary.positions": 3100})]})   # not 0.00 M positions
+
+
 def test_seed_spread_widens_the_interval():
     rng = np.random.default_rng(0)
     games = rng.normal(40, 10, size=200)

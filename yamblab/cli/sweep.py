@@ -83,7 +83,8 @@ def sweep(
                    f"{sw.base_iteration} and trained {base.runtime.iterations} more iterations; each arm's "
                    f"loss per game in the mode it is judged on (modes explained under the table), lower is better\n")
     else:
-        typer.echo(f"\nsweep {sp.name}: oracle regret per game on the same evaluation dice (seed "
+        what = "oracle regret" if getattr(sw, "loss", "regret") == "regret" else "points behind the heuristic bot"
+        typer.echo(f"\nsweep {sp.name}: {what} per game on the same evaluation dice (seed "
                    f"{base.runtime.eval_seed}; the games per mode are under the table), lower is better\n")
     typer.echo(sw.table_text if rows else "no finished trials")
     typer.echo(f"\nwall time {time.perf_counter() - t0:.0f} s on {_machine_speed()}")

@@ -15,9 +15,16 @@ from yamblab.sweeps.stats import TARGET_HALF_WIDTH, _safe, design_for_target, mi
 log = logging.getLogger(__name__)
 
 
+def _identical(r: dict) -> bool:
+    """Whether a compared arm played exactly the baseline's games: every paired difference 0."""
+    return "diff" in r and r["diff"] == 0.0 and r["diff_low"] == 0.0 and r["diff_high"] == 0.0
+
+
 def _verdict(r: dict, baseline: str) -> str:
     if "diff" not in r:
         return r.get("note") or ("(baseline)" if r["arm"] == baseline else "")
+    if _identical(r):
+        return "the same games: not measured"
     return ("worse" if r["diff_low"] > 0 else "better") if r["matters"] else "no clear difference"
 
 
@@ -34,6 +41,7 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
     line on it).
     """
     label = "regret/game" if loss == "regret" else "behind bot/game"
+    unit = "points" if loss == "regret" else "points behind the bot"
     if any(r.get("mode") in ("disagreements", "cross_entropy", "value_sq_error") for r in rows):
         label = "loss/game"
     w = max([9, *(len(r.get("mode") or "main") for r in rows)])
@@ -73,11 +81,11 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
                             "the games column counts the set's games)"))
     compared = [r for r in rows if "diff" in r]
     if compared:
-        lines += _comparison_notes(compared, baseline, target)
+        lines += _comparison_notes(compared, baseline, target, unit)
     return "\n".join(lines)
 
 
-def _comparison_notes(compared: list[dict], baseline: str, target: float | None) -> list[str]:
+def _comparison_notes(compared: list[dict], baseline: str, target: float | None, unit: str = "points") -> list[str]:
     """The table's notes on the compared arms: what MDE means, then per mode the paired
     intervals' half-widths against ``target`` and each arm's variance components with the
     design that would reach it."""
@@ -90,8 +98,15 @@ def _comparison_notes(compared: list[dict], baseline: str, target: float | None)
                      f"the paired interval's half-width).")
         for mode in dict.fromkeys(r.get("mode") for r in compared):
             these = [r for r in compared if r.get("mode") == mode]
+            if all(_identical(r) for r in these):
+                lines.append(f"  mode {mode or 'main'}: every arm played exactly the baseline's games (every paired "
+                             f"difference 0): this mode cannot tell these arms apart, and its intervals measure "
+                             f"nothing. Modes that can: the policy head alone (runtime.eval_modes.none) and the "
+                             f"solver-graded losses (runtime.solver_eval).")
+                continue
             widths = ", ".join(f"{r['arm']} ±{r['half_width']:.2f}" for r in these)
-            line = f"  mode {mode or 'main'}: paired 95% half-widths {widths}"
+            line = f"  mode {mode or 'main'}: paired 95% half-widths {widths}" + (
+                f" ({unit} per game)" if unit != "points" else "")
             if target is not None:
                 ok = sum(r["half_width"] <= target + 1e-12 for r in these)
                 worst = max(r["half_width"] for r in these)
@@ -115,7 +130,7 @@ def _comparison_notes(compared: list[dict], baseline: str, target: float | None)
     return lines
 
 
-def plot_table(rows: list[dict], baseline: str):
+def plot_table(rows: list[dict], baseline: str, loss: str = "regret"):
     """The arms side by side (a matplotlib figure): left, each arm's mean regret per game with
     its 95% interval and each training seed's mean as a dot; right, each arm's paired difference
     from the baseline with its 95% interval (green: clearly better, red: clearly worse). Where
@@ -147,7 +162,8 @@ def plot_table(rows: list[dict], baseline: str):
             ax.scatter(np.full(len(sm), i) + np.linspace(-0.15, 0.15, len(sm)), sm, s=14, color="black",
                        zorder=3, label="one training seed" if i == 0 else None)
     ax.set_xticks(x, names, rotation=30, ha="right")
-    ax.set_ylabel("regret per game (points, 95% CI)")
+    ax.set_ylabel("regret per game (points, 95% CI)" if loss == "regret"
+                  else f"{loss} per game (points, 95% CI)")
     ax.set_title("Each arm (grey: baseline; dots: training seeds)")
     if any(len(r.get("seed_means", [])) > 1 for r in rows):
         ax.legend(loc="best", fontsize=8)
@@ -203,7 +219,9 @@ def format_run_summaries(arms: dict[str, list[tuple[int, dict]]]) -> str:
     def cell(key: str, fmt: str, v) -> str:
         if v is None:
             return "-"
-        return fmt.format(v / 1e6 if key == "summary.positions" else v)
+        if key == "summary.positions":         # a short run's few thousand positions are not "0.00"
+            return f"{v / 1e6:.2f}" if v >= 1e4 or v == 0 else f"{v / 1e6:.4f}"
+        return fmt.format(v)
 
     w = [max(10, len(h)) for _, h, _ in cols]
     head = f"{'arm':26s} {'seed':>11s} " + " ".join(f"{h:>{n}s}" for (_, h, _), n in zip(cols, w))
@@ -234,7 +252,7 @@ def _grid_key(t) -> tuple:
     return (t.user_attrs.get("arm", t.params.get("arm")), t.user_attrs.get("seed", t.params.get("seed")))
 
 
-def log_aggregates(tracker, parent: str, rows: list[dict], baseline: str, table: str) -> None:
+def log_aggregates(tracker, parent: str, rows: list[dict], baseline: str, table: str, loss: str = "regret") -> None:
     """Log the per-arm aggregates to the sweep's parent run, so the MLflow UI answers "which
     idea helps" without an export: per row of the table (``KEY``: the arm's name; the
     baseline off its main mode is ``BASELINE.MODE``) the mean regret per game across
@@ -274,7 +292,7 @@ def log_aggregates(tracker, parent: str, rows: list[dict], baseline: str, table:
         tracker.client.log_table(parent, data=data, artifact_file="results_table.json")
     except Exception as exc:  # noqa: BLE001 - the text and JSON forms are logged already
         log.warning("could not log the results as an MLflow table: %s", exc)
-    tracker.log_figure(parent, plot_table(rows, baseline), "regret_by_arm.png")
+    tracker.log_figure(parent, plot_table(rows, baseline, loss), "regret_by_arm.png")
 
 
 def curve_data(tracker, groups: dict[str, list], main_mode: str,

@@ -57,6 +57,7 @@ def sweep_results(sweep, study, parent: str) -> list[dict]:
         r["evaluation_seed"] = int(sweep.base.runtime.eval_seed)
     loss = complete[0].user_attrs.get("loss", "regret") if complete else "regret"
     table = format_table(rows, baseline, loss, target)
+    sweep.loss = loss
     rt = sweep.base.runtime
     games = ", ".join(f"{m} {n}" for m, n in {sweep.base.eval_depth: rt.eval_games, **rt.eval_modes}.items())
     table += (f"\nTraining seeds (train.seed, one trial each): per arm above; evaluation: the same dice "
@@ -79,7 +80,7 @@ def sweep_results(sweep, study, parent: str) -> list[dict]:
             table += "\n\n" + runs
     sweep.table_text = table
     sweep.baseline = baseline
-    log_aggregates(sweep.tracker, parent, rows, baseline, table)
+    log_aggregates(sweep.tracker, parent, rows, baseline, table, loss)
     if sweep.spec.kind == "grid":
         try:
             log_curves(sweep.tracker, parent, groups, baseline, sweep.judge, sweep.base.eval_depth, loss)

@@ -218,3 +218,28 @@ def test_grade_cli_reports_the_endgame_of_a_card_and_refuses_it_elsewhere():
     assert yahtzee.exit_code == 0 and not any(k.startswith("endgame") for k in json.loads(yahtzee.output))
     bad = CliRunner().invoke(app, ["grade", "--games", "3", "--endgame", "4"])
     assert bad.exit_code == 2 and "--endgame grades the last turns of a Yamb card" in bad.output
+
+
+@pytest.mark.parametrize("depth", ["none", "full_turn"])
+def test_a_checkpoint_s_endgame_is_graded_with_its_policy_head_or_its_search(tmp_path, depth):
+    import json
+
+    from typer.testing import CliRunner
+
+    from yamblab.cli.main import app
+    from yamblab.learners.config import TrainConfig
+    from yamblab.learners.learner import Learner
+    from yamblab.model.checkpoint import save_checkpoint
+    from yamblab.model.config import ModelConfig
+
+    state = Learner(ModelConfig.preset("tiny"), TrainConfig()).state_dict()
+    path = save_checkpoint(tmp_path / "c.ckpt", {**state, "config": "game: yamb\npreset: croatian\n"})
+    run = CliRunner().invoke(app, ["grade", "--game", "yamb", "--checkpoint", str(path), "--depth", depth,
+                                   "--games", "4", "--endgame", "6", "--json"])
+    assert run.exit_code == 0, run.output
+    out = json.loads(run.output)
+    assert out["endgame_k"] == 6 and out["endgame_decisions"] >= 6
+    # an untrained policy head is far from optimal; an untrained value head values every card
+    # about alike, so its search plays the last turns nearly greedily (often optimally)
+    assert out["endgame_regret_mean"] > (1.0 if depth == "none" else -1e-9)
+    assert sum(out["endgame_by_decision"].values()) == pytest.approx(out["endgame_regret_mean"], abs=1e-3)   # 4 decimals each

@@ -134,7 +134,6 @@ class YambFullTurnSearch(TurnPlanner):
                  np.arange(r.n_rows)[None, None, :], s_now[:, None, :]].reshape(B, -1)
 
     def _fill(self, batch, games: np.ndarray) -> None:
-        r = self.rules
         gain = self._immediate_gain(batch, games)                    # (B, C, R, smax+1)
         o, c, rr, s, nxt = self.successor_cards(batch.card[games])
         W = np.full(gain.shape, NEG)

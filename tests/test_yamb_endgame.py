@@ -18,10 +18,9 @@ from yamblab.search.yamb_endgame import YambEndgameOracle
 FILLED = [3, 6, 9, 12, 15, 18, 25, 10, 0, 0, 0, 0, 0]
 
 
-def _card(rules, kind, open_rows, other=0):
-    """A card whose columns are all full (``other`` in every box) but the ``kind`` column, which
-    holds FILLED with ``open_rows`` open."""
-    card = np.full((rules.n_columns, rules.n_rows), other, np.int16)
+def _card(rules, kind, open_rows):
+    """A card whose columns all hold FILLED, with ``open_rows`` of the ``kind`` column open."""
+    card = np.tile(np.array(FILLED, np.int16), (rules.n_columns, 1))
     col = np.array(FILLED, np.int16)
     col[open_rows] = -1
     card[rules.columns.index(kind)] = col
@@ -90,7 +89,7 @@ def test_the_state_forgets_what_no_longer_matters_and_keeps_what_does():
     oracle = YambEndgameOracle(rules, k=5)
     a, _ = _card(rules, "down", [8, 9, 10, 11, 12])
     b = a.copy()
-    b[rules.columns.index("up"), 8:] = [30, 0, 40, 0, 50]        # another column's lower rows: no future
+    b[rules.columns.index("up"), 8:] = [45, 22, 48, 56, 0]       # another column's lower rows: no future
     c = a.copy()
     c[rules.columns.index("down"), 0] = 1                         # an upper sum no box can move: none either
     d, _ = _card(rules, "free", [0, 1])
@@ -141,6 +140,24 @@ def test_its_own_play_scores_its_values_on_average():
     se = gained.std(ddof=1) / math.sqrt(n)
     assert abs(gained.mean()) < 3 * se and se < 6
     assert (batch.card[:, game.rules.columns.index("announce")] >= 0).all()
+
+
+def test_cards_and_settings_it_cannot_read_are_refused_by_name():
+    rules = make_game("yamb", preset="croatian").rules
+    oracle = YambEndgameOracle(rules, k=4)
+    card, _ = _card(rules, "down", [11, 12])
+    bad = {"shape": card, "a box holds -5": np.where(card < 0, -5, card)[None],
+           "whole-number": card[None] + 0.7, "no roll scores 100 in row twos": np.where(
+               np.arange(13) == 1, 100, card)[None]}
+    for words, cards in bad.items():
+        with pytest.raises(ValueError, match=words if words != "shape" else r"shape \(m, 4, 13\)"):
+            oracle.card_values(cards)
+    assert oracle.card_values(np.zeros((0, 4, 13), np.int16)).shape == (0,)
+    for k in (2.7, "3", True, 0, 53):
+        with pytest.raises(ValueError, match="k \\(open boxes\\) must be a whole number"):
+            YambEndgameOracle(rules, k=k)
+    with pytest.raises(ValueError, match="max_states must be a whole number"):
+        oracle.card_values(card[None], max_states=-1)
 
 
 def test_a_card_beyond_its_reach_is_refused_with_the_limit():

@@ -80,8 +80,9 @@ def check_solved(game) -> None:
     rules = game.rules
     columns = getattr(rules, "columns", ())
     if len(columns) > 1:
-        raise ConfigError("a full Yamb card has no exact oracle; its evaluation stays the paired "
-                          "comparison with the heuristic bot")
+        raise ConfigError("a full Yamb card has no exact oracle for the whole game, only for its last turns "
+                          "(yamblab grade --endgame); a card is graded against the heuristic bot on the same "
+                          "dice, and a network's search needs --checkpoint")
     if len(columns) == 1:
         raise ConfigError(f"a single {columns[0]} Yamb column has no exact oracle (the oracles "
                           "solve a single down, up or free column); its evaluation stays the paired "

@@ -51,8 +51,10 @@ class YambEndgameOracle:
     values_dice = False
 
     def __init__(self, rules: YambRules, k: int = DEFAULT_K, chunk: int = 1024, max_states: int = DEFAULT_MAX_STATES):
-        if not 1 <= int(k) <= rules.n_turns:
-            raise ValueError(f"k (open boxes) must lie in 1 .. {rules.n_turns}, got {k}")
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 1 <= k <= rules.n_turns:
+            raise ValueError(f"k (open boxes) must be a whole number in 1 .. {rules.n_turns}, got {k!r}")
+        if not isinstance(max_states, (int, np.integer)) or max_states < 0:
+            raise ValueError(f"max_states must be a whole number of states, 0 or more, got {max_states!r}")
         self.rules = rules
         self.k = int(k)
         self.chunk = int(chunk)
@@ -60,6 +62,7 @@ class YambEndgameOracle:
         self.solved = 0
         self._cache: dict[bytes, float] = {}
         self._limit: float | None = None          # the running call's bound on self.solved
+        self._depth = 0                           # card_values calls running (a solve calls it again)
         self._search = YambFullTurnSearch(rules, self)
 
     def search(self) -> YambFullTurnSearch:
@@ -100,6 +103,10 @@ class YambEndgameOracle:
             ValueError: a card with more than :attr:`k` open boxes.
             EndgameTooLarge: the cards need more than ``max_states`` new states.
         """
+        if self._depth == 0:
+            cards = self._checked(cards)
+        if max_states is not None and (not isinstance(max_states, (int, np.integer)) or max_states < 0):
+            raise ValueError(f"max_states must be a whole number of states, 0 or more, got {max_states!r}")
         if max_states is None or self._limit is not None:     # a call inside a solve keeps its bound
             return self._card_values(cards)
         self._limit, self._budget = self.solved + int(max_states), int(max_states)
@@ -107,6 +114,27 @@ class YambEndgameOracle:
             return self._card_values(cards)
         finally:
             self._limit = None
+
+    def _checked(self, cards) -> np.ndarray:
+        """``cards`` as int16 (m, C, R), refusing a shape, a fraction, a negative score other than
+        -1 (open) or a score no roll makes in its row, by name."""
+        r = self.rules
+        arr = np.asarray(cards)
+        if arr.ndim != 3 or arr.shape[1:] != (r.n_columns, r.n_rows):
+            raise ValueError(f"cards must have the shape (m, {r.n_columns}, {r.n_rows}) (cards, columns, rows "
+                             f"of {r.name}), got {arr.shape}")
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            if not np.issubdtype(arr.dtype, np.floating) or not np.array_equal(arr, np.round(arr)):
+                raise ValueError("cards hold whole-number scores (-1 for an open box)")
+        arr = arr.astype(np.int64)
+        if (arr < -1).any():
+            raise ValueError(f"a box holds {int(arr.min())}: -1 marks an open box, and a score is 0 or more")
+        for row in range(r.n_rows):
+            col = arr[:, :, row]
+            bad = (col >= 0) & ~np.isin(col, self._search.row_scores[row])
+            if bad.any():
+                raise ValueError(f"no roll scores {int(col[bad][0])} in row {r.rows[row]}")
+        return arr.astype(np.int16)
 
     def _card_values(self, cards: np.ndarray) -> np.ndarray:
         cards = np.asarray(cards, np.int16)
@@ -125,7 +153,11 @@ class YambEndgameOracle:
         for start in range(0, todo.size, self.chunk):
             part = todo[start:start + self.chunk]
             self._check(part.size)                 # before: this layer's own states
-            vals[part] = turn_start_values(self._search, cards[first[part]])
+            self._depth += 1
+            try:
+                vals[part] = turn_start_values(self._search, cards[first[part]])
+            finally:
+                self._depth -= 1
             self.solved += part.size
             self._cache.update((raw[i], float(vals[i])) for i in part)
             self._check(0)                         # after: the deeper layers' it needed first

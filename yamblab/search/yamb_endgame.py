@@ -18,6 +18,7 @@ import numpy as np
 from yamblab.errors import EndgameTooLarge
 from yamblab.games.encoding import EncodedBatch, decode_yamb_card
 from yamblab.games.yamb.rules import MAX_ROW, MIN_ROW, ONES_ROW, YambRules
+from yamblab.games.yamb.scoring import open_boxes
 from yamblab.search.yamb_search import YambFullTurnSearch, to_shared_q, turn_start_values
 
 #: the default largest number of open boxes solved (a few seconds a game on a CPU core)
@@ -141,7 +142,7 @@ class YambEndgameOracle:
         m = cards.shape[0]
         if m == 0:
             return np.zeros(0)
-        n_open = (cards < 0).reshape(m, -1).sum(axis=1)
+        n_open = open_boxes(cards)
         if n_open.max() > self.k:
             raise ValueError(f"a card with {int(n_open.max())} open boxes: this endgame oracle solves at most "
                              f"{self.k} (YambEndgameOracle(k=...))")
@@ -176,7 +177,7 @@ class YambEndgameOracle:
         search = self.search()
         search.reset(batch)
         while not np.asarray(batch.done).all():
-            n_open = (np.asarray(batch.card) < 0).reshape(batch.n, -1).sum(axis=1)
+            n_open = open_boxes(batch.card)
             late = np.flatnonzero(~np.asarray(batch.done) & (n_open <= self.k))
             act = np.asarray(bot.act(batch), np.int64)
             if late.size:

@@ -32,7 +32,7 @@ from yamblab.games.encoding import N_ACTIONS
 from yamblab.games.yamb.engine import yamb_action_to_shared
 from yamblab.games.yamb.game import BoundaryEncoder, encode_yamb_boundary, encode_yamb_positions
 from yamblab.games.yamb.rules import YambRules
-from yamblab.games.yamb.scoring import column_next_rows
+from yamblab.games.yamb.scoring import column_next_rows, open_boxes
 from yamblab.oracle.yamb.turn import NEG, TurnPlanner
 
 CHUNK = 128
@@ -212,12 +212,12 @@ class _Cards:
     def __init__(self, rules: YambRules, card: np.ndarray):
         self.card = np.asarray(card, np.int16)
         self.n = self.card.shape[0]
-        open_boxes = (self.card < 0).reshape(self.n, -1).sum(axis=1)
-        self.turn = (rules.n_turns - open_boxes).astype(np.int16)
-        self.rolls_max = np.where(open_boxes == 1, rules.last_turn_rolls, rules.rolls).astype(np.int8)
+        n_open = open_boxes(self.card)
+        self.turn = (rules.n_turns - n_open).astype(np.int16)
+        self.rolls_max = np.where(n_open == 1, rules.last_turn_rolls, rules.rolls).astype(np.int8)
         self.rolls_used = np.zeros(self.n, np.int8)
         self.announced = np.full(self.n, -1, np.int8)
-        self.done = open_boxes == 0
+        self.done = n_open == 0
 
 
 def turn_start_values(search: YambFullTurnSearch, cards: np.ndarray) -> np.ndarray:

@@ -121,6 +121,14 @@ def column_parts(rules: YambRules, scores) -> dict:
             "total": upper + bonus + middle + lower}
 
 
+def open_boxes(cards):
+    """int64 (m,): the open boxes (scores below 0) of each card of ``cards`` (m, C, R)."""
+    import numpy as np
+
+    cards = np.asarray(cards)
+    return (cards < 0).reshape(cards.shape[0], -1).sum(axis=1)
+
+
 def card_total(rules: YambRules, card) -> int:
     """Total points of a card (columns × rows of scores, open boxes negative or ``None``)."""
     if len(card) != rules.n_columns:

@@ -21,6 +21,7 @@ import numpy as np
 
 from yamblab.errors import EndgameTooLarge
 from yamblab.games.yamb.rules import ROW_LABELS
+from yamblab.games.yamb.scoring import open_boxes
 from yamblab.oracle.report import GradeReport, mean_ci, play_scores
 
 CHUNK = 500
@@ -184,7 +185,7 @@ class _EndgameTally:
                 self._tried[i] = turn[i]
 
     def charge(self, b, a: np.ndarray, kind: np.ndarray) -> None:
-        n_open = (np.asarray(b.card) < 0).reshape(b.n, -1).sum(axis=1)
+        n_open = open_boxes(b.card)
         self._enter(b, n_open)
         games = np.flatnonzero(~np.asarray(b.done) & (a >= 0) & (self.entered[-1] > 0))
         if games.size == 0:

@@ -2,6 +2,7 @@
 # yamblab set-up and entry points.
 #   ./run.sh main   set up from nothing, then run the main job (a small ablation sweep)
 #   ./run.sh test   set up from nothing, then run the test suite
+#   ./run.sh yamb   set up from nothing, then run Yamb's ablation (about 50 minutes)
 # Set-up: a virtual environment in .venv (override with YAMBLAB_VENV), PyTorch's CPU build
 # first when the machine has no NVIDIA GPU, then yamblab itself (Cython extensions built here).
 set -euo pipefail
@@ -56,6 +57,10 @@ case "$cmd" in
     setup
     exec "$VENV/bin/yamblab" sweep experiments/ablation-small.yaml "$@"
     ;;
+  yamb)
+    setup
+    exec "$VENV/bin/yamblab" sweep experiments/ablation-yamb.yaml "$@"
+    ;;
   baseline)
     setup
     exec "$VENV/bin/yamblab" baseline "$@"
@@ -69,7 +74,7 @@ case "$cmd" in
     setup
     ;;
   *)
-    echo "usage: ./run.sh main|test|baseline|setup [args...]" >&2
+    echo "usage: ./run.sh main|test|yamb|baseline|setup [args...]" >&2
     exit 2
     ;;
 esac

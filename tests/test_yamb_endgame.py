@@ -260,3 +260,68 @@ def test_a_checkpoint_s_endgame_is_graded_with_its_policy_head_or_its_search(tmp
     # about alike, so its search plays the last turns nearly greedily (often optimally)
     assert out["endgame_regret_mean"] > (1.0 if depth == "none" else -1e-9)
     assert sum(out["endgame_by_decision"].values()) == pytest.approx(out["endgame_regret_mean"], abs=1e-3)   # 4 decimals each
+
+
+def test_an_agent_s_endgame_from_the_bot_s_openings_is_charged_as_grading_charges_it():
+    """The same regrets as grading the bot's whole games (every card enters at k), and none for
+    optimal play: the evaluation's exact mode on a card."""
+    from yamblab.agents.search_agent import SearchAgent
+    from yamblab.oracle.yamb.grading import endgame_regrets, grade_yamb
+
+    game = make_game("yamb", preset="jamb_nn")
+    oracle = YambEndgameOracle(game.rules, k=4)
+    bot = make_agent("heuristic", game)
+    mine = endgame_regrets(bot, game, oracle, games=30, seed=2)
+    graded = grade_yamb(bot, game, games=30, seed=2, endgame=oracle)
+    assert graded.endgame_entered == {4: 30}
+    np.testing.assert_allclose(mine["regrets"], graded.endgame_regrets, atol=1e-9)
+    assert mine["decisions"] == pytest.approx(graded.endgame_decisions)
+    assert sum(mine["by_decision"].values()) == pytest.approx(mine["regrets"].mean(), rel=1e-9)
+    best = endgame_regrets(SearchAgent(game, oracle, "full_turn"), game, oracle, games=30, seed=2)
+    assert np.abs(best["regrets"]).max() < 1e-9 and best["decisions"] >= 4
+
+
+def test_a_yamb_run_s_evaluation_grades_its_search_over_the_endgame():
+    from yamblab.actors.actors import EXACT_MODE, Evaluator
+    from yamblab.learners.learner import Learner
+    from yamblab.training.config import RunConfig
+
+    cfg = RunConfig(game="yamb", preset="croatian", search={"depth": "full_turn"},
+                    runtime={"eval_games": 2, "solver_eval": True, "solver_games": 5})
+    assert cfg.exact_evaluated
+    assert not RunConfig(game="yamb", preset="croatian", search={"depth": "full_turn"}).exact_evaluated
+    assert not RunConfig(game="yamb", preset="croatian", runtime={"solver_eval": True, "eval_depth": "none"}
+                         ).exact_evaluated
+    ev = Evaluator(cfg)
+    version, w = Learner(cfg.model, cfg.train).get_weights()
+    out = ev.evaluate(version, [w])
+    per_game = out["modes"][EXACT_MODE]["per_game_regret"]
+    m = out["metrics"]
+    assert per_game.shape == (5,) and (per_game >= 0).all() and m["eval.exact_regret"] == pytest.approx(per_game.mean())
+    assert m["eval.exact.decisions_per_game"] >= 8                         # a box each of the last 8 turns
+    assert sum(m[f"eval.exact.{k}"] for k in ("first_keep", "second_keep", "box", "announce")) == pytest.approx(
+        per_game.mean())
+    again = ev.evaluate(version, [w])["modes"][EXACT_MODE]["per_game_regret"]
+    np.testing.assert_array_equal(again, per_game)                          # the same games: pairs across arms
+
+
+def test_solved_states_carry_over_to_a_new_oracle_and_the_decision_set_keeps_them(tmp_path):
+    from yamblab.search.decision_set import decision_set
+
+    game = make_game("yamb", preset="croatian")
+    first = YambEndgameOracle(game.rules, k=3)
+    cards = np.stack([_card(game.rules, "down", [10, 11, 12])[0], _card(game.rules, "free", [0, 7, 9])[0]])
+    values = first.card_values(cards)
+    keys, vals = first.solved_states()
+    assert keys.shape == (first.solved, first.state_keys(cards).shape[1]) and vals.shape == (first.solved,)
+    second = YambEndgameOracle(game.rules, k=3)
+    second.remember(keys, vals)
+    np.testing.assert_array_equal(second.card_values(cards), values)
+    assert second.solved == 0                                     # nothing solved again
+    with pytest.raises(ValueError, match="width"):
+        second.remember(keys[:, 1:], vals)
+    dset = decision_set(game, games=3, cache=tmp_path)
+    again = decision_set(game, games=3, cache=tmp_path)           # loaded from the file
+    assert again.endgame_states[0].shape[0] > 0
+    np.testing.assert_array_equal(again.endgame_states[0], dset.endgame_states[0])
+    np.testing.assert_array_equal(again.endgame_states[1], dset.endgame_states[1])

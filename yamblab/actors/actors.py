@@ -232,6 +232,7 @@ class Evaluator:
         self._baseline = None
         self._greedy = None     # the greedy bot's scores on the evaluation dice (a Yamb card)
         self._decisions = None  # the solver-graded decision set (runtime.solver_eval), built once
+        self._endgame = None    # a Yamb card's endgame oracle (the exact regret), kept between evaluations
 
     def _network(self, weights):
         from yamblab.model.network import YambNet
@@ -270,13 +271,15 @@ class Evaluator:
             out["metrics"][f"eval.{mode}.games"] = games
             out["metrics"][f"eval.{mode}.seconds"] = time.perf_counter() - t1
             out["modes"][mode] = {"per_game_regret": extra["per_game_regret"], "loss": extra["loss"]}
-        if self.exact_applies():
+        if self.exact_applies() and self.game.solved:
             from yamblab.model.exact_score import exact_network_score
 
             ex = exact_network_score(net, self.game.rules)
             out["metrics"].update({"eval.exact_score": ex["exact_score"], "eval.exact_regret": ex["exact_regret"],
                                    "eval.exact_seconds": ex["valuation_seconds"] + ex["evaluation_seconds"]})
             _add_mode(out, EXACT_MODE, np.array([ex["exact_regret"]]))
+        elif self.exact_applies():
+            self.endgame_grade(net, out)
         if whole and self.solver_applies():
             self.solver_grade(net, out)
         return out
@@ -292,20 +295,50 @@ class Evaluator:
         ``eval.solver.*``, and each per-game loss as a mode of its own (``out["modes"][NAME]``
         with ``eval.NAME.regret_mean`` and its 95% interval over the set's games), so that a
         sweep pairs arms on it game by game."""
-        from yamblab.search.decision_set import decision_set, solver_losses
+        from yamblab.search.decision_set import solver_losses
 
-        if self._decisions is None:
-            self._decisions = decision_set(self.game, games=self.cfg.runtime.solver_games)
-        sl = solver_losses(net, self._decisions)
+        sl = solver_losses(net, self._decision_set())
         out["metrics"].update({f"eval.solver.{k}": float(v) for k, v in sl.metrics.items()})
         out["metrics"]["eval.solver.seconds"] = float(sl.seconds)
         for name, per_game in sl.per_game.items():
             _add_mode(out, name, np.asarray(per_game, np.float64))
 
+    def _decision_set(self):
+        """The solver-graded decision set (``runtime.solver_games`` games), built or loaded once."""
+        from yamblab.search.decision_set import decision_set
+
+        if self._decisions is None:
+            self._decisions = decision_set(self.game, games=self.cfg.runtime.solver_games)
+        return self._decisions
+
     def exact_applies(self) -> bool:
-        """Whether the evaluated agent is a valuation of Yahtzee's boundary states: full-turn
-        search on the boundary head, whose exact score the backward pass gives (no sampling)."""
+        """Whether evaluations grade full-turn search exactly (:attr:`RunConfig.exact_evaluated`):
+        on Yahtzee's boundary head by the backward pass, on a Yamb card over its endgames."""
         return bool(self.cfg.exact_evaluated)
+
+    def endgame_grade(self, net, out: dict) -> None:
+        """Grade ``net``'s full-turn search over the endgames of the decision set's games (a Yamb
+        card; :func:`~yamblab.oracle.yamb.grading.endgame_regrets`), into an evaluation's payload
+        ``out``: the mode :data:`EXACT_MODE`, game by game, ``eval.exact_regret`` and its split by
+        decision kind (``eval.exact.KIND``). The endgame oracle is kept between evaluations, so
+        each solved card is solved once a run."""
+        from yamblab.agents.search_agent import network_agent
+        from yamblab.oracle.registry import grade_endgame
+        from yamblab.search.decision_set import DECISION_SEED
+        from yamblab.search.registry import endgame_oracle
+        from yamblab.vocabulary import metric_key
+
+        t0 = time.perf_counter()
+        if self._endgame is None:
+            self._endgame = endgame_oracle(self.game)
+            self._endgame.remember(*self._decision_set().endgame_states)   # its openings' cards, solved
+        eg = grade_endgame(network_agent(net, self.game, "full_turn"), self.game, self._endgame,
+                           games=self.cfg.runtime.solver_games, seed=DECISION_SEED)
+        _add_mode(out, EXACT_MODE, eg["regrets"])
+        out["metrics"].update({"eval.exact_regret": float(eg["regrets"].mean()),
+                               "eval.exact.decisions_per_game": float(eg["decisions"]),
+                               "eval.exact_seconds": time.perf_counter() - t0})
+        out["metrics"].update({f"eval.exact.{metric_key(k)}": float(v) for k, v in eg["by_decision"].items()})
 
     def grade(self, agent, games: int | None = None):
         """A :class:`~yamblab.oracle.report.GradeReport` of ``agent`` on the evaluation games

@@ -59,6 +59,8 @@ class GameEntry:
             service: :mod:`yamblab.oracle.yahtzee.service`); None: no such table.
         endgame: ``cls(rules, k)``, the exact values of the game's last turns where the whole
             game has none (offering ``k``, ``card_values`` and ``search()``); None: none.
+        endgame_grader: ``fn(agent, game, endgame, games, seed) -> dict``, the exact regret of an
+            agent's play over those last turns (:mod:`yamblab.oracle.registry`); None: none.
     """
 
     label: str
@@ -72,12 +74,13 @@ class GameEntry:
     position_values: str | None = None
     table: str | None = None
     endgame: str | None = None
+    endgame_grader: str | None = None
 
 
 #: the floor of the registry that imports each kind of piece (tested: every piece lies there)
 PIECE_FLOORS = {"make": "games", "full_turn": "search", "one_step": "search", "exact": "search",
                 "position_values": "search", "agents": "agents", "grader": "oracle", "table": "oracle",
-                "endgame": "search"}
+                "endgame": "search", "endgame_grader": "oracle"}
 
 #: every game, by the name a run config and ``--game`` use: the one place a game is registered
 GAMES: dict[str, GameEntry] = {
@@ -99,7 +102,8 @@ GAMES: dict[str, GameEntry] = {
         agents="yamblab.agents.yamb_bots:AGENTS",
         grader="yamblab.oracle.yamb.grading:grade_yamb",
         exact="yamblab.search.yamb_search:oracle_valuation",
-        endgame="yamblab.search.yamb_endgame:YambEndgameOracle"),
+        endgame="yamblab.search.yamb_endgame:YambEndgameOracle",
+        endgame_grader="yamblab.oracle.yamb.grading:endgame_regrets"),
 }
 
 

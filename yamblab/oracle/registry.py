@@ -72,5 +72,19 @@ def grade_game(agent, game, games: int, seed: int = 0, **options):
     return load_piece(GAMES[game.name].grader)(agent, game, games=games, seed=seed, **options)
 
 
-__all__ = ["has_table", "table_service_class", "oracle_table", "grade_game",
+def grade_endgame(agent, game, endgame, games: int, seed: int) -> dict:
+    """The exact regret of ``agent`` over the last turns of ``games`` seeded games of ``game``
+    whose openings the game's reference bot plays, by its ``endgame`` oracle (a Yamb card:
+    :func:`~yamblab.oracle.yamb.grading.endgame_regrets`, whose dict it returns).
+
+    Raises:
+        ConfigError: a game with no endgame grader.
+    """
+    ref = GAMES[game.name].endgame_grader if game.name in GAMES else None
+    if ref is None:
+        raise ConfigError(f"the game {game.name!r} has no endgame grader")
+    return load_piece(ref)(agent, game, endgame, games=games, seed=seed)
+
+
+__all__ = ["has_table", "table_service_class", "oracle_table", "grade_game", "grade_endgame",
            "service_regret_fn", "yardstick_seconds"]

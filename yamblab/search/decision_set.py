@@ -58,7 +58,7 @@ SOLVER_LOSSES: dict[str, tuple[str, str]] = {
 DECISION_SEED = 7_340_021
 
 #: The version of the set's construction; part of the cache file name.
-SET_VERSION = 1
+SET_VERSION = 2
 
 #: Games played at once while recording (memory: a few MB per thousand games).
 CHUNK = 4096
@@ -93,6 +93,11 @@ class DecisionSet:
             or more rolls left), 1 ``second_keep`` (one roll left), 2 ``box`` (no roll left).
             Placing the dice early, with rolls left, is one of the actions of a keep position.
         game_index: int32 (N,): the game (0 .. games-1) each position comes from.
+        endgame_states: a set of a game's endgame (a Yamb card), the endgame oracle's solved
+            states, ``(keys int16 (m, L), values float64 (m,))``
+            (:meth:`~yamblab.search.yamb_endgame.YambEndgameOracle.solved_states`): every card
+            the set's endgames can reach, so that grading play from their openings
+            (``runtime.exact_eval``) solves nothing again; empty otherwise.
 
     Positions are in the order of play: step by step, and at each step the unfinished games in
     game order (in chunks of :data:`CHUNK` games).
@@ -107,6 +112,8 @@ class DecisionSet:
     value: np.ndarray = field(repr=False)
     kind: np.ndarray = field(repr=False)
     game_index: np.ndarray = field(repr=False)
+    endgame_states: tuple[np.ndarray, np.ndarray] = field(
+        repr=False, default_factory=lambda: (np.zeros((0, 0), np.int16), np.zeros(0)))
 
     def __len__(self) -> int:
         return int(self.value.shape[0])
@@ -119,7 +126,8 @@ class DecisionSet:
     def arrays(self) -> dict[str, np.ndarray]:
         """Every array of the set by name (encoded fields prefixed ``enc_``), in checksum order."""
         out = {f"enc_{k}": getattr(self.encoded, k) for k in _ENC_FIELDS}
-        out.update(q=self.q, value=self.value, kind=self.kind, game_index=self.game_index)
+        out.update(q=self.q, value=self.value, kind=self.kind, game_index=self.game_index,
+                   endgame_keys=self.endgame_states[0], endgame_values=self.endgame_states[1])
         return out
 
     @property
@@ -198,7 +206,7 @@ def build_decision_set(game, games: int, seed: int, progress: bool = False) -> D
     return _assemble(game, games, seed, encs, qs, kinds, gidx, label=f"{game.name} {game.label}")
 
 
-def _assemble(game, games, seed, encs, qs, kinds, gidx, label: str) -> DecisionSet:
+def _assemble(game, games, seed, encs, qs, kinds, gidx, label: str, endgame=None) -> DecisionSet:
     q = np.concatenate(qs) if qs else np.zeros((0, N_ACTIONS))
     enc = _concat_encoded(encs)
     bad = np.isfinite(q) != enc.legal
@@ -208,7 +216,8 @@ def _assemble(game, games, seed, encs, qs, kinds, gidx, label: str) -> DecisionS
         label=label, digest=set_digest(game), games=int(games), seed=int(seed),
         encoded=enc, q=q, value=q.max(axis=1) if len(q) else np.zeros(0),
         kind=np.concatenate(kinds) if kinds else np.zeros(0, np.int8),
-        game_index=np.concatenate(gidx) if gidx else np.zeros(0, np.int32))
+        game_index=np.concatenate(gidx) if gidx else np.zeros(0, np.int32),
+        **({"endgame_states": endgame.solved_states()} if endgame is not None else {}))
 
 
 def _build_endgame_set(game, games: int, seed: int, progress: bool) -> DecisionSet:
@@ -230,7 +239,8 @@ def _build_endgame_set(game, games: int, seed: int, progress: bool) -> DecisionS
             bar.update(n)
     if bar is not None:
         bar.close()
-    return _assemble(game, games, seed, encs, qs, kinds, gidx, label=f"{game.name} {game.label}, endgame {oracle.k}")
+    return _assemble(game, games, seed, encs, qs, kinds, gidx, label=f"{game.name} {game.label}, endgame {oracle.k}",
+                     endgame=oracle)
 
 
 def _bar(progress: bool, games: int, desc: str):
@@ -276,7 +286,8 @@ def load(path: str | Path) -> DecisionSet:
         enc = EncodedBatch(**{k: arrays[f"enc_{k}"] for k in _ENC_FIELDS})
         dset = DecisionSet(label=meta["label"], digest=meta["digest"], games=int(meta["games"]),
                            seed=int(meta["seed"]), encoded=enc, q=arrays["q"], value=arrays["value"],
-                           kind=arrays["kind"], game_index=arrays["game_index"])
+                           kind=arrays["kind"], game_index=arrays["game_index"],
+                           endgame_states=(arrays["endgame_keys"], arrays["endgame_values"]))
     except FileNotFoundError:
         raise
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:

@@ -71,6 +71,28 @@ class YambEndgameOracle:
         (``q``), at any position whose card has at most :attr:`k` open boxes."""
         return YambFullTurnSearch(self.rules, self)
 
+    def solved_states(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every state solved so far: its key (:meth:`state_keys`), int16 (m, L), and its
+        value, float64 (m,); :meth:`remember` takes them back."""
+        width = self.state_keys(np.full((1, self.rules.n_columns, self.rules.n_rows), -1, np.int16)).shape[1]
+        keys = np.frombuffer(b"".join(self._cache), np.int16).reshape(-1, width)
+        return keys.copy(), np.fromiter(self._cache.values(), np.float64, len(self._cache))
+
+    def remember(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """Take states solved before (:meth:`solved_states`, of the same rules) into the cache.
+
+        Raises:
+            ValueError: keys of another width than these rules' states, or not one value each.
+        """
+        width = self.state_keys(np.full((1, self.rules.n_columns, self.rules.n_rows), -1, np.int16)).shape[1]
+        keys = np.ascontiguousarray(keys, np.int16)
+        if keys.size == 0:
+            return
+        if keys.ndim != 2 or keys.shape[1] != width or len(values) != len(keys):
+            raise ValueError(f"solved states of {self.rules.name} are int16 keys of width {width}, one value "
+                             f"each; got keys {keys.shape} and {len(values)} values")
+        self._cache.update(zip((k.tobytes() for k in keys), np.asarray(values, np.float64).tolist()))
+
     def state_keys(self, cards: np.ndarray) -> np.ndarray:
         """int16 (m, L): one row per card that is equal for two cards exactly when their futures
         are (module docstring).

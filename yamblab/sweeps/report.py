@@ -71,13 +71,17 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
     else:
         lines.append("95% intervals over the evaluation games (one training seed per arm: seed-to-seed "
                      "spread is not included).")
-    from yamblab.training.plots import MODE_UNITS, MODE_WORDS
+    from yamblab.training.plots import ENDGAME_WORDS, EXACT_MODE, MODE_UNITS, MODE_WORDS
 
     for mode in dict.fromkeys(r.get("mode") for r in rows):
         if mode in MODE_UNITS:
-            lines.append(f"mode {mode}: {MODE_WORDS[mode]}, {MODE_UNITS[mode]} per game"
+            one = all(r.get("games", 0) <= 1 for r in rows if r.get("mode") == mode)
+            lines.append(f"mode {mode}: {MODE_WORDS[mode] if one or mode != EXACT_MODE else ENDGAME_WORDS}, "
+                         f"{MODE_UNITS[mode]} per game"
                          + (" (one number per network: its interval is over the training seeds alone)"
-                            if mode == "full_turn_exact" else " (summed over each game's positions of the set; "
+                            if mode == EXACT_MODE and one else
+                            " (summed over each game's endgame; the games column counts the set's games)"
+                            if mode == EXACT_MODE else " (summed over each game's positions of the set; "
                             "the games column counts the set's games)"))
     compared = [r for r in rows if "diff" in r]
     if compared:
@@ -104,9 +108,12 @@ def _comparison_notes(compared: list[dict], baseline: str, target: float | None,
                              f"nothing. Modes that can: the policy head alone (runtime.eval_modes.none) and the "
                              f"solver-graded losses (runtime.solver_eval).")
                 continue
+            from yamblab.training.plots import MODE_UNITS
+
+            mode_unit = MODE_UNITS.get(mode, unit)
             widths = ", ".join(f"{r['arm']} ±{r['half_width']:.2f}" for r in these)
             line = f"  mode {mode or 'main'}: paired 95% half-widths {widths}" + (
-                f" ({unit} per game)" if unit != "points" else "")
+                f" ({mode_unit} per game)" if mode_unit != "points" else "")
             if target is not None:
                 ok = sum(r["half_width"] <= target + 1e-12 for r in these)
                 worst = max(r["half_width"] for r in these)
@@ -117,7 +124,7 @@ def _comparison_notes(compared: list[dict], baseline: str, target: float | None,
                 if "sd_seed" not in r:
                     continue
                 line = (f"    {r['arm']}: the difference's SD between training seeds {r['sd_seed']:.2f}, "
-                        f"between games {r['sd_game']:.2f}, rest {r['sd_resid']:.2f} (points/game; "
+                        f"between games {r['sd_game']:.2f}, rest {r['sd_resid']:.2f} ({mode_unit.split(',')[0]}/game; "
                         f"from {r['seeds']} seeds, so rough)")
                 if target is not None:
                     # the row's design is for the default target: plan again for this table's one

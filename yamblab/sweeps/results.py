@@ -56,24 +56,14 @@ def sweep_results(sweep, study, parent: str) -> list[dict]:
         r["training_seeds"] = [int(x) for x in arms[r["arm"]].seeds]
         r["evaluation_seed"] = int(sweep.base.runtime.eval_seed)
     loss = complete[0].user_attrs.get("loss", "regret") if complete else "regret"
+    from yamblab.training.plots import MODE_UNITS
+
+    if rows and all(r.get("mode") in MODE_UNITS for r in rows):
+        loss = "regret"     # every row exact (a card's endgame included), none a played game behind the bot
     table = format_table(rows, baseline, loss, target)
     sweep.loss = loss
-    rt = sweep.base.runtime
-    games = ", ".join(f"{m} {n}" for m, n in {sweep.base.eval_depth: rt.eval_games, **rt.eval_modes}.items())
-    table += (f"\nTraining seeds (train.seed, one trial each): per arm above; evaluation: the same dice "
-              f"(seed {rt.eval_seed}, runtime.eval_seed) for every arm, the first games of them in each "
-              f"decision mode (games: {games}).")
-    if rt.solver_eval:
-        from yamblab.search.decision_set import DECISION_SEED
-
-        table += (f"\nSolver-graded losses: the decision set of {rt.solver_games} games of the oracle's own play "
-                  f"(dice seed {DECISION_SEED}), every arm graded on the same positions.")
-    branched = sweep.base_checkpoint is not None or sweep.branch_id is not None
-    if branched:
-        where = sweep.base_checkpoint or sweep.base_run_dir()
-        table += (f"\nBranched: every trial continued the base {where} from its iteration "
-                  f"{sweep.base_iteration or '?'} for {rt.iterations} iterations.")
-    elif sweep.spec.kind == "grid":     # runs from scratch: their own curves
+    table += _where_from(sweep)
+    if sweep.base_checkpoint is None and sweep.branch_id is None and sweep.spec.kind == "grid":   # from scratch: own curves
         runs = format_run_summaries({a: [(_grid_key(t)[1], t.user_attrs.get("summary") or {})
                                          for t in groups[a]] for a in arms})
         if runs:
@@ -88,6 +78,36 @@ def sweep_results(sweep, study, parent: str) -> list[dict]:
             log.warning("could not draw the arms' learning curves: %s", exc)
     sweep.tracker.end_run(parent)
     return rows
+
+
+def _where_from(sweep) -> str:
+    """The table's lines on what every arm was graded on: the evaluation dice, the decision set,
+    and the base the trials branched from."""
+    rt = sweep.base.runtime
+    games = ", ".join(f"{m} {n}" for m, n in {sweep.base.eval_depth: rt.eval_games, **rt.eval_modes}.items())
+    out = (f"\nTraining seeds (train.seed, one trial each): per arm above; evaluation: the same dice "
+           f"(seed {rt.eval_seed}, runtime.eval_seed) for every arm, the first games of them in each "
+           f"decision mode (games: {games}).")
+    if rt.solver_eval:
+        from yamblab.search.decision_set import DECISION_SEED
+        from yamblab.search.registry import endgame_oracle, has_endgame
+
+        game = sweep.base.game_obj
+        play = (f"the endgames of {rt.solver_games} games (the heuristic bot to {endgame_oracle(game).k} open boxes, "
+                f"then the endgame oracle)" if has_endgame(game) else f"{rt.solver_games} games of the oracle's own play")
+        out += (f"\nSolver-graded losses: the decision set of {play} (dice seed {DECISION_SEED}), every arm "
+                f"graded on the same positions.")
+    if sweep.base_checkpoint is not None or sweep.branch_id is not None:
+        where = sweep.base_checkpoint or sweep.base_run_dir()
+        if not sweep.base_iteration and sweep.base_checkpoint is None:     # every trial done before: not loaded
+            import json
+            from pathlib import Path
+
+            done = Path(where) / "base-done.json"
+            sweep.base_iteration = int(json.loads(done.read_text())["iteration"]) if done.exists() else 0
+        out += (f"\nBranched: every trial continued the base {where} from its iteration "
+                f"{sweep.base_iteration or '?'} for {rt.iterations} iterations.")
+    return out
 
 def arm_result(sweep, arm: str, trials: list, seeds: list[int], want: dict) -> ArmResult:
     """One arm's results from its finished trials' user attributes: the main mode's

@@ -154,7 +154,8 @@ class SweepConfig(BaseModel):
             training idea is compared with the baseline where it acts: a
             decision mode's played games (``none``: the policy head alone, ``one_step``,
             ``full_turn``), a solver-graded loss of :data:`SOLVER_MODES` (needs
-            ``runtime.solver_eval``), or :data:`EXACT_MODE` (Yahtzee's exact full-turn regret).
+            ``runtime.solver_eval``), or :data:`EXACT_MODE` (full-turn search's exact regret: on
+            Yahtzee the whole game's, on a Yamb card its endgame's).
             An arm not named is judged on its main mode (``runtime.eval_depth``). A played mode
             other than the main one must be graded at every evaluation (``runtime.eval_modes``);
             the baseline is compared on everything its arms are judged on. Checked against the
@@ -309,8 +310,9 @@ def _how_to_grade(mode: str) -> str:
         return ("set runtime.solver_eval: true in `overrides` (Yahtzee, a single Yamb column, or a Yamb "
                 "card's endgame)")
     if mode == EXACT_MODE:
-        return ("the exact full-turn regret needs Yahtzee, runtime.eval_depth full_turn (or search.depth "
-                "full_turn), model.boundary_head: true and runtime.exact_eval: true")
+        return ("the exact full-turn regret needs runtime.eval_depth full_turn (or search.depth full_turn) and "
+                "runtime.exact_eval: true, with model.boundary_head: true on Yahtzee, or runtime.solver_eval: "
+                "true on a Yamb card (its endgame)")
     return f"add runtime.eval_modes.{mode}: GAMES to `overrides`"
 
 

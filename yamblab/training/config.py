@@ -337,14 +337,21 @@ class RunConfig(BaseModel):
 
     @property
     def exact_evaluated(self) -> bool:
-        """Whether evaluations give the exact full-turn regret (:data:`EXACT_MODE`): the
-        evaluated agent is full-turn search on Yahtzee's boundary head, a valuation of boundary
-        states whose exact score the backward pass gives (no sampling), and
-        ``runtime.exact_eval`` is on."""
+        """Whether evaluations give the exact full-turn regret (:data:`EXACT_MODE`), with
+        ``runtime.exact_eval`` on and full-turn search the evaluated agent: on Yahtzee with the
+        boundary head, a valuation of boundary states whose exact score the backward pass gives
+        (no sampling); on a Yamb card with ``runtime.solver_eval``, the search's exact regret
+        over the endgames of the decision set's games (their openings played by the heuristic
+        bot)."""
         from yamblab.oracle.registry import has_table
+        from yamblab.search.registry import has_endgame
 
-        return (self.runtime.exact_eval and has_table(self.game_obj) and self.eval_depth == "full_turn"
-                and self.model.boundary_head)
+        if not (self.runtime.exact_eval and self.eval_depth == "full_turn"):
+            return False
+        game = self.game_obj
+        if has_table(game):
+            return self.model.boundary_head
+        return self.runtime.solver_eval and has_endgame(game)
 
     def to_yaml(self) -> str:
         """The whole config as YAML (what is logged with the run)."""

@@ -143,6 +143,10 @@ MODE_WORDS = {"none": "the policy head alone", "one_step": "one-step search", "f
               **{name: words for name, (words, _) in SOLVER_LOSSES.items()},
               EXACT_MODE: "full-turn search's exact regret (backward pass, no dice)"}
 
+#: what :data:`EXACT_MODE` means on a Yamb card: one number per game of the decision set's dice
+ENDGAME_WORDS = ("full-turn search's exact regret over the endgame (the decision set's games, their openings "
+                 "played by the heuristic bot)")
+
 #: The unit of each solver-graded loss and exact figure, per game (the played modes: points).
 MODE_UNITS = {**{name: unit for name, (_, unit) in SOLVER_LOSSES.items()}, EXACT_MODE: "points"}
 

@@ -231,9 +231,7 @@ def _play(agent, game, games: int, seed: int, first_game: int, oracle, progress:
             tally.start(b)
         while not b.done.all():
             a = np.asarray(agent.act(b), dtype=np.int64)
-            kind = np.where(a < b.n_placements, len(names) - 2,
-                            np.where(a >= b.announce_offset, len(names) - 1,
-                                     np.clip(np.asarray(b.rolls_used, np.int64) - 1, 0, len(names) - 3)))
+            kind = _kinds(b, a, len(names))
             if tally is not None:
                 tally.charge(b, a, kind)
             if oracle:
@@ -259,6 +257,58 @@ def _play(agent, game, games: int, seed: int, first_game: int, oracle, progress:
             "by_decision": by_decision, "by_row": by_row, "endgame": tally.result() if tally else None}
 
 
+def _kinds(b, a: np.ndarray, n_names: int) -> np.ndarray:
+    """Each engine action's decision kind, an index into :func:`decision_names`: the keep after
+    roll r (r − 1), the box (second to last), the announcement (last)."""
+    keep = np.clip(np.asarray(b.rolls_used, np.int64) - 1, 0, n_names - 3)
+    return np.where(a < b.n_placements, n_names - 2, np.where(a >= b.announce_offset, n_names - 1, keep))
+
+
+def endgame_regrets(agent, game, endgame, games: int, seed: int, first_game: int = 0) -> dict:
+    """The exact regret of ``agent`` over the endgame of games whose opening the heuristic bot
+    plays: each game is played by the bot until its card has at most ``endgame.k`` open boxes
+    (the openings of Yamb's decision set, :meth:`~yamblab.search.yamb_endgame.YambEndgameOracle.play`),
+    then by the agent to its end, every decision charged its exact regret. Every agent graded
+    on the same ``games`` and ``seed`` starts its endgames from the same cards, so two agents'
+    regrets pair game by game.
+
+    Returns:
+        ``{"regrets": float64 (games,), "by_decision": {kind: points per game} (the kinds of
+        :func:`decision_names`), "decisions": decisions a game}``.
+    """
+    from yamblab.oracle.yamb.planners import HeuristicAgent
+
+    rules, names = game.rules, decision_names(game.rules)
+    regrets, by_decision, decisions = [], np.zeros(len(names)), 0
+    for start in range(0, int(games), CHUNK):
+        n = min(CHUNK, int(games) - start)
+        b = game.new_batch(n, seed=seed, first_game=first_game + start)
+        bot = HeuristicAgent(rules)
+        bot.reset(b)
+        while True:                               # the opening: cards that reach k wait for the rest
+            early = ~np.asarray(b.done) & (open_boxes(b.card) > endgame.k)
+            if not early.any():
+                break
+            b.step(np.where(early, np.asarray(bot.act(b), np.int64), -1))
+        if hasattr(agent, "reset"):
+            agent.reset(b)
+        search = endgame.search()
+        search.reset(b)
+        r_game = np.zeros(n)
+        while not b.done.all():
+            a = np.asarray(agent.act(b), dtype=np.int64)
+            live = np.flatnonzero(~np.asarray(b.done) & (a >= 0))
+            q = search.action_values(b, live)[live]
+            r = np.maximum(q.max(axis=1) - q[np.arange(live.size), a[live]], 0.0)
+            r_game[live] += r
+            np.add.at(by_decision, _kinds(b, a, len(names))[live], r)
+            decisions += live.size
+            b.step(a)
+        regrets.append(r_game)
+    return {"regrets": np.concatenate(regrets), "decisions": decisions / int(games),
+            "by_decision": {k: float(v) / int(games) for k, v in zip(names, by_decision)}}
+
+
 def _compare(report: GradeReport, game, games: int, seed: int, first_game: int, baseline, baseline_scores,
              yardsticks) -> None:
     """The paired differences of ``report``'s scores from the baseline's (played here unless its
@@ -280,4 +330,4 @@ def _compare(report: GradeReport, game, games: int, seed: int, first_game: int, 
         report.versus[name] = mean_ci(s - other)
 
 
-__all__ = ["grade_yamb", "column_regrets", "play_scores", "decision_names"]
+__all__ = ["grade_yamb", "endgame_regrets", "column_regrets", "play_scores", "decision_names"]

@@ -256,3 +256,58 @@ def test_bots_play_whole_games(agent):
     assert b.done.all() and (b.card >= 0).all()
     for i in range(b.n):
         assert b.total[i] == card_total(JNN, b.card[i].tolist())
+
+
+# ----------------------------------------------------------------------------- JambNeuralNetwork's engine
+# Its scoring, restated from its public engine (jamb_jax.py) on a histogram of the six dice: the
+# number rows count at most five dice; Max and Min are the total without the lowest or the
+# highest die; Trips, Poker and Yamb the highest face with 3, 4 or 5 dice (3v + 20, 4v + 50,
+# 5v + 60); a straight 50 for 2-6, else 45 for 1-5; Full the best 3a + 2b + 40 over two different
+# faces; a column adds 30 at an upper sum of 60 and Ones × (Max − Min) once all three are filled.
+def _jnn_row(counts, row):
+    faces = range(1, 7)
+    total = sum(v * c for v, c in zip(faces, counts))
+    present = [v for v, c in zip(faces, counts) if c]
+    best = lambda k: max([v for v, c in zip(faces, counts) if c >= k], default=0)    # noqa: E731
+    if row < 6:
+        return min(counts[row], 5) * (row + 1)
+    if row in (MAX, MIN):
+        return total - (min(present) if row == MAX else max(present))
+    if row in (TRIPS, POKER, YAMB):
+        k, add = {TRIPS: (3, 20), POKER: (4, 50), YAMB: (5, 60)}[row]
+        return k * best(k) + add if best(k) else 0
+    if row == STRAIGHT:
+        return 50 if all(counts[1:]) else 45 if all(counts[:5]) else 0
+    return max([3 * a + 2 * b + 40 for a in faces for b in faces
+                if a != b and counts[a - 1] >= 3 and counts[b - 1] >= 2], default=0)
+
+
+def _jnn_total(card):
+    out = 0
+    for col in card:                                   # the columns' box scores in row order
+        upper = sum(col[:6])
+        middle = max(col[MAX] - col[MIN], 0) * col[ONES]
+        out += upper + (30 if upper >= 60 else 0) + middle + sum(col[TRIPS:])
+    return out
+
+
+def test_every_row_score_of_every_six_dice_roll_is_jamb_neural_networks():
+    rolls = list(itertools.combinations_with_replacement(range(1, 7), 6))
+    assert len(rolls) == 462
+    checked = 0
+    for dice in rolls:
+        counts = [dice.count(v) for v in range(1, 7)]
+        for row in range(13):
+            assert row_score(JNN, row, list(dice), 1) == _jnn_row(counts, row), (dice, JNN.rows[row])
+            checked += 1
+    assert checked == 6006
+
+
+def test_the_totals_of_random_full_cards_are_jamb_neural_networks():
+    rolls = list(itertools.combinations_with_replacement(range(1, 7), 6))
+    scores = np.array([[row_score(JNN, r, list(d), 1) for r in range(13)] for d in rolls])   # (462, 13)
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, len(rolls), size=(20_000, 4, 13))        # each box scored from a random roll
+    for pick in picks:
+        card = scores[pick, np.arange(13)].tolist()
+        assert card_total(JNN, card) == _jnn_total(card)

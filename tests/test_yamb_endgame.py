@@ -279,6 +279,28 @@ def test_an_agent_s_endgame_from_the_bot_s_openings_is_charged_as_grading_charge
     assert sum(mine["by_decision"].values()) == pytest.approx(mine["regrets"].mean(), rel=1e-9)
     best = endgame_regrets(SearchAgent(game, oracle, "full_turn"), game, oracle, games=30, seed=2)
     assert np.abs(best["regrets"]).max() < 1e-9 and best["decisions"] >= 4
+    # two agents start their endgames from the same cards (the bot's openings), each with k open boxes
+    starts = [_Recording(make_agent(name, game)) for name in ("greedy", "heuristic")]
+    for agent in starts:
+        endgame_regrets(agent, game, oracle, games=30, seed=2)
+    np.testing.assert_array_equal(starts[0].cards, starts[1].cards)
+    assert ((starts[0].cards < 0).reshape(30, -1).sum(axis=1) == 4).all()
+    with pytest.raises(ValueError, match="at least 1"):
+        endgame_regrets(bot, game, oracle, games=0, seed=2)
+
+
+class _Recording:
+    """An agent that keeps the cards it is handed at its reset."""
+
+    def __init__(self, agent):
+        self.agent, self.cards = agent, None
+
+    def reset(self, batch):
+        self.cards = np.asarray(batch.card).copy()
+        self.agent.reset(batch)
+
+    def act(self, batch):
+        return self.agent.act(batch)
 
 
 def test_a_yamb_run_s_evaluation_grades_its_search_over_the_endgame():
@@ -297,12 +319,20 @@ def test_a_yamb_run_s_evaluation_grades_its_search_over_the_endgame():
     out = ev.evaluate(version, [w])
     per_game = out["modes"][EXACT_MODE]["per_game_regret"]
     m = out["metrics"]
-    assert per_game.shape == (5,) and (per_game >= 0).all() and m["eval.exact_regret"] == pytest.approx(per_game.mean())
+    assert per_game.shape == (5,) and m["eval.exact_regret"] == pytest.approx(per_game.mean())
+    assert ev._endgame.solved == 0                       # every card its search reaches was solved with the set
     assert m["eval.exact.decisions_per_game"] >= 8                         # a box each of the last 8 turns
     assert sum(m[f"eval.exact.{k}"] for k in ("first_keep", "second_keep", "box", "announce")) == pytest.approx(
         per_game.mean())
     again = ev.evaluate(version, [w])["modes"][EXACT_MODE]["per_game_regret"]
-    np.testing.assert_array_equal(again, per_game)                          # the same games: pairs across arms
+    np.testing.assert_array_equal(again, per_game)                          # the same network, the same games
+    early = ev.evaluate(version, [w], whole=False)
+    assert EXACT_MODE not in early["modes"] and "eval.exact_regret" not in early["metrics"]
+    from yamblab.training.summary import format_summary, run_summary
+
+    summary = run_summary([{**out, "minutes": 1.0, "positions": 10}])
+    assert summary["summary.endgame_regret"] == pytest.approx(per_game.mean()) and "summary.exact_regret" not in summary
+    assert "over the endgame" in format_summary(summary)
 
 
 def test_solved_states_carry_over_to_a_new_oracle_and_the_decision_set_keeps_them(tmp_path):

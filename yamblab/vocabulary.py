@@ -45,6 +45,8 @@ FIGURES = {
               "evaluation games graded exactly (the games' dice are drawn once, the same for every run)",
     "exact_regret": "exact full-turn regret: the same loss of full-turn search on the network's values, "
                     "computed over every dice outcome (no games drawn)",
+    "endgame_regret": "exact endgame regret: the same loss of full-turn search over a Yamb card's last turns, "
+                      "on the decision set's games from the heuristic bot's openings",
     "vs_baseline": "score against the heuristic bot: the paired difference on the same dice, where a card "
                    "has no exact oracle",
 }

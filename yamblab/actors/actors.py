@@ -212,9 +212,11 @@ class Evaluator:
     expected score is logged beside the regret (``eval.exact_score``,
     ``eval.exact_regret``: no sampling noise); a single Yamb
     column's by its exact column oracle (built in this actor once); a Yamb card of several
-    columns, which has no oracle, is compared with the heuristic bot on the same dice, and its
-    mean score above the greedy bot's on those dice is logged too (``eval.vs_greedy_*``, a
-    paired 95% interval; both bots' scores are played once and kept).
+    columns, whose oracle covers its endgame only, is compared with the heuristic bot on the same
+    dice, and its mean score above the greedy bot's on those dice is logged too
+    (``eval.vs_greedy_*``, a paired 95% interval; both bots' scores are played once and kept);
+    its endgame is graded exactly on the decision set (:meth:`solver_grade`,
+    :meth:`endgame_grade`).
 
     Args:
         config: the run config (a validated ``RunConfig``, passed whole).
@@ -250,8 +252,9 @@ class Evaluator:
 
     def evaluate(self, version: int, weights: list, whole: bool = True) -> dict:
         """Grade the network of ``weights``: per-game losses and scores, and summary metrics.
-        Without ``whole`` (``runtime.eval_early``'s evaluations) the main mode and the exact
-        regret only: no ``eval_modes``, no solver-graded decision set."""
+        Without ``whole`` (``runtime.eval_early``'s evaluations) the main mode and Yahtzee's exact
+        regret only: no ``eval_modes``, nothing of the solver-graded decision set (a Yamb card's
+        endgame regret included)."""
         from yamblab.agents.search_agent import network_agent
 
         t0 = time.perf_counter()
@@ -278,7 +281,7 @@ class Evaluator:
             out["metrics"].update({"eval.exact_score": ex["exact_score"], "eval.exact_regret": ex["exact_regret"],
                                    "eval.exact_seconds": ex["valuation_seconds"] + ex["evaluation_seconds"]})
             _add_mode(out, EXACT_MODE, np.array([ex["exact_regret"]]))
-        elif self.exact_applies():
+        elif whole and self.exact_applies():     # a card's endgame: played on the decision set's games
             self.endgame_grade(net, out)
         if whole and self.solver_applies():
             self.solver_grade(net, out)
@@ -326,7 +329,6 @@ class Evaluator:
         from yamblab.oracle.registry import grade_endgame
         from yamblab.search.decision_set import DECISION_SEED
         from yamblab.search.registry import endgame_oracle
-        from yamblab.vocabulary import metric_key
 
         t0 = time.perf_counter()
         if self._endgame is None:
@@ -334,7 +336,7 @@ class Evaluator:
             self._endgame.remember(*self._decision_set().endgame_states)   # its openings' cards, solved
         eg = grade_endgame(network_agent(net, self.game, "full_turn"), self.game, self._endgame,
                            games=self.cfg.runtime.solver_games, seed=DECISION_SEED)
-        _add_mode(out, EXACT_MODE, eg["regrets"])
+        _add_mode(out, EXACT_MODE, eg["regrets"], loss=ENDGAME_LOSS)
         out["metrics"].update({"eval.exact_regret": float(eg["regrets"].mean()),
                                "eval.exact.decisions_per_game": float(eg["decisions"]),
                                "eval.exact_seconds": time.perf_counter() - t0})
@@ -379,14 +381,19 @@ class Evaluator:
 EXACT_MODE = "full_turn_exact"
 
 
-def _add_mode(out: dict, name: str, per_game: np.ndarray) -> None:
+#: the loss of :data:`EXACT_MODE` on a Yamb card: search's exact regret over the endgame, per game
+ENDGAME_LOSS = "endgame_regret"
+
+
+def _add_mode(out: dict, name: str, per_game: np.ndarray, loss: str | None = None) -> None:
     """Add a graded loss to an evaluation's payload as a mode: its per-game values (float64
-    (games,), points or the loss's own unit) and ``eval.NAME.regret_mean`` with its Student-t
-    95% interval over the games (a zero-width one for a single number)."""
+    (games,), points or the loss's own unit; ``loss`` names it, default ``name``) and
+    ``eval.NAME.regret_mean`` with its Student-t 95% interval over the games (a zero-width one
+    for a single number)."""
     from yamblab.oracle.report import mean_ci
 
     m, lo, hi = mean_ci(per_game)
-    out["modes"][name] = {"per_game_regret": per_game, "loss": name}
+    out["modes"][name] = {"per_game_regret": per_game, "loss": loss or name}
     out["metrics"].update({f"eval.{name}.regret_mean": m, f"eval.{name}.regret_ci_low": lo,
                            f"eval.{name}.regret_ci_high": hi})
 

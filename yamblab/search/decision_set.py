@@ -57,7 +57,8 @@ SOLVER_LOSSES: dict[str, tuple[str, str]] = {
 #: are not the games an evaluation plays).
 DECISION_SEED = 7_340_021
 
-#: The version of the set's construction; part of the cache file name.
+#: The version of the set's construction and file; part of the cache file name. A change to
+#: what a set holds (the endgame oracle's ``state_keys`` included) moves it.
 SET_VERSION = 2
 
 #: Games played at once while recording (memory: a few MB per thousand games).
@@ -282,20 +283,20 @@ def load(path: str | Path) -> DecisionSet:
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(bytes(z["meta"]).decode())
+            if meta.get("version") != SET_VERSION:
+                raise DamagedFileError(f"decision set cache {path} has version {meta.get('version')}, expected "
+                                       f"{SET_VERSION}; {hint}")
             arrays = {k: np.array(z[k]) for k in z.files if k != "meta"}
         enc = EncodedBatch(**{k: arrays[f"enc_{k}"] for k in _ENC_FIELDS})
         dset = DecisionSet(label=meta["label"], digest=meta["digest"], games=int(meta["games"]),
                            seed=int(meta["seed"]), encoded=enc, q=arrays["q"], value=arrays["value"],
                            kind=arrays["kind"], game_index=arrays["game_index"],
                            endgame_states=(arrays["endgame_keys"], arrays["endgame_values"]))
-    except FileNotFoundError:
+    except (FileNotFoundError, DamagedFileError):
         raise
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
         raise DamagedFileError(f"decision set cache {path} is unreadable ({exc.__class__.__name__}: {exc}); "
                                f"{hint}") from None
-    if meta.get("version") != SET_VERSION:
-        raise DamagedFileError(f"decision set cache {path} has version {meta.get('version')}, expected "
-                               f"{SET_VERSION}; {hint}")
     if dset.checksum != meta.get("checksum"):
         raise DamagedFileError(f"decision set cache {path} fails its checksum; {hint}")
     return dset
@@ -329,7 +330,7 @@ def decision_set(game, games: int = 600, seed: int = DECISION_SEED, cache: bool 
 
     Raises:
         ValueError: ``games`` < 1.
-        ConfigError: a Yamb card of several columns, or a single column without an exact oracle.
+        ConfigError: a game with neither an exact oracle nor an endgame oracle.
         DamagedFileError (a :class:`~yamblab.errors.YamblabError`): a cache file that is
             unreadable or fails its checksum (never rebuilt over: delete it).
     """

@@ -29,7 +29,7 @@ def _verdict(r: dict, baseline: str) -> str:
 
 
 def format_table(rows: list[dict], baseline: str, loss: str = "regret",
-                 target: float | None = TARGET_HALF_WIDTH) -> str:
+                 target: float | None = TARGET_HALF_WIDTH, endgame: bool = False) -> str:
     """The result table as text: one line per row of :func:`summarise`, with the decision
     mode each line is played in and each compared arm's minimum detectable effect (MDE), then
     the notes on the intervals and one line per mode with the paired intervals' half-widths
@@ -38,7 +38,7 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
     ``loss`` names what each game's number is: ``"regret"`` (exact, against the oracle) or, for
     a Yamb card with no oracle, ``"points below heuristic"`` (paired on the same dice).
     ``target``: the half-width (points per game) the paired intervals should reach (None: no
-    line on it).
+    line on it). ``endgame``: the game is a Yamb card, whose exact mode is its endgame's.
     """
     label = "regret/game" if loss == "regret" else "behind bot/game"
     unit = "points" if loss == "regret" else "points behind the bot"
@@ -75,7 +75,7 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
 
     for mode in dict.fromkeys(r.get("mode") for r in rows):
         if mode in MODE_UNITS:
-            one = all(r.get("games", 0) <= 1 for r in rows if r.get("mode") == mode)
+            one = not endgame
             lines.append(f"mode {mode}: {MODE_WORDS[mode] if one or mode != EXACT_MODE else ENDGAME_WORDS}, "
                          f"{MODE_UNITS[mode]} per game"
                          + (" (one number per network: its interval is over the training seeds alone)"
@@ -313,8 +313,9 @@ def curve_data(tracker, groups: dict[str, list], main_mode: str,
             ``eval_mode`` user attributes).
         main_mode: the main decision mode of a trial that did not store its own (the base
             config's ``eval_depth``).
-        loss: ``"regret"`` reads ``eval[.MODE].regret_*``; anything else (a Yamb card with
-            no oracle) ``eval[.MODE].vs_baseline_*``.
+        loss: what the played modes' numbers are: ``"regret"`` reads ``eval[.MODE].regret_*``;
+            anything else (a Yamb card's points behind the bot) ``eval[.MODE].vs_baseline_*``.
+            The solver-graded and exact modes always read ``regret_*``.
 
     Returns:
         mode -> arm -> one dict per training seed: ``seed``, ``step`` (iterations, int),
@@ -322,7 +323,8 @@ def curve_data(tracker, groups: dict[str, list], main_mode: str,
         points; the CI may be absent) and ``positions`` (self-play positions behind each
         evaluation, where logged), float lists of equal length.
     """
-    key = "regret" if loss == "regret" else "vs_baseline"
+    from yamblab.training.plots import MODE_UNITS
+
     client = tracker.client
     out: dict[str, dict[str, list[dict]]] = {}
 
@@ -338,6 +340,7 @@ def curve_data(tracker, groups: dict[str, list], main_mode: str,
             modes = list(dict.fromkeys([main, *(t.user_attrs.get("per_game_regret_modes") or {})]))
             positions = history(run_id, "eval.selfplay_positions")
             for mode in modes:
+                key = "regret" if loss == "regret" or mode in MODE_UNITS else "vs_baseline"
                 prefix = "eval." if mode == main else f"eval.{mode}."
                 mean = history(run_id, f"{prefix}{key}_mean")
                 if not mean:
@@ -355,11 +358,12 @@ def curve_data(tracker, groups: dict[str, list], main_mode: str,
 
 
 def log_curves(tracker, parent: str, groups: dict[str, list], baseline: str, judge: dict[str, list[str]],
-               main_mode: str, loss: str = "regret") -> list[str]:
+               main_mode: str, loss: str = "regret", endgame: bool = False) -> list[str]:
     """Log the arms' learning curves overlaid to the sweep's parent run: one figure per
     decision mode (``curves_MODE.png``, see :func:`yamblab.training.plots.arm_curves`) and
     the curves' data (``curves.json``, see :func:`curve_data`). ``judge``: arm -> the modes it
-    is judged on (its curves are solid in those, dashed in the others).
+    is judged on (its curves are solid in those, dashed in the others); ``loss``: the played
+    modes' (:func:`curve_data`); ``endgame``: a Yamb card, whose exact mode is its endgame's.
 
     Returns:
         the names of the figures logged.
@@ -370,8 +374,9 @@ def log_curves(tracker, parent: str, groups: dict[str, list], baseline: str, jud
     tracker.log_text(parent, json.dumps(data, indent=1), "curves.json")
     names = []
     for mode, curves in data.items():
-        fig = plots.arm_curves(curves, mode, loss=loss, baseline=baseline,
-                               judged=[a for a in curves if mode in judge.get(a, []) and a != baseline])
+        fig = plots.arm_curves(curves, mode, loss="regret" if mode in plots.MODE_UNITS else loss, baseline=baseline,
+                               judged=[a for a in curves if mode in judge.get(a, []) and a != baseline],
+                               words=plots.ENDGAME_WORDS if endgame and mode == plots.EXACT_MODE else None)
         name = f"curves_{_safe(mode)}.png"
         tracker.log_figure(parent, fig, name)     # closes it
         names.append(name)

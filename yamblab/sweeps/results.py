@@ -55,12 +55,14 @@ def sweep_results(sweep, study, parent: str) -> list[dict]:
     for r in rows:
         r["training_seeds"] = [int(x) for x in arms[r["arm"]].seeds]
         r["evaluation_seed"] = int(sweep.base.runtime.eval_seed)
-    loss = complete[0].user_attrs.get("loss", "regret") if complete else "regret"
+    played = complete[0].user_attrs.get("loss", "regret") if complete else "regret"   # the played games'
+    from yamblab.search.registry import has_endgame
     from yamblab.training.plots import MODE_UNITS
 
-    if rows and all(r.get("mode") in MODE_UNITS for r in rows):
-        loss = "regret"     # every row exact (a card's endgame included), none a played game behind the bot
-    table = format_table(rows, baseline, loss, target)
+    # every row exact (a card's endgame included), none a played game behind the bot: regret
+    loss = "regret" if rows and all(r.get("mode") in MODE_UNITS for r in rows) else played
+    endgame = has_endgame(sweep.base.game_obj)
+    table = format_table(rows, baseline, loss, target, endgame=endgame)
     sweep.loss = loss
     table += _where_from(sweep)
     if sweep.base_checkpoint is None and sweep.branch_id is None and sweep.spec.kind == "grid":   # from scratch: own curves
@@ -73,7 +75,8 @@ def sweep_results(sweep, study, parent: str) -> list[dict]:
     log_aggregates(sweep.tracker, parent, rows, baseline, table, loss)
     if sweep.spec.kind == "grid":
         try:
-            log_curves(sweep.tracker, parent, groups, baseline, sweep.judge, sweep.base.eval_depth, loss)
+            log_curves(sweep.tracker, parent, groups, baseline, sweep.judge, sweep.base.eval_depth, played,
+                       endgame=endgame)
         except Exception as exc:  # noqa: BLE001 - the table is logged already; the figures are extra
             log.warning("could not draw the arms' learning curves: %s", exc)
     sweep.tracker.end_run(parent)
@@ -103,11 +106,14 @@ def _where_from(sweep) -> str:
             import json
             from pathlib import Path
 
-            done = Path(where) / "base-done.json"
-            sweep.base_iteration = int(json.loads(done.read_text())["iteration"]) if done.exists() else 0
+            try:
+                sweep.base_iteration = int(json.loads((Path(where) / "base-done.json").read_text())["iteration"])
+            except (OSError, ValueError, KeyError, TypeError):       # unreadable: the line says "?"
+                sweep.base_iteration = 0
         out += (f"\nBranched: every trial continued the base {where} from its iteration "
                 f"{sweep.base_iteration or '?'} for {rt.iterations} iterations.")
     return out
+
 
 def arm_result(sweep, arm: str, trials: list, seeds: list[int], want: dict) -> ArmResult:
     """One arm's results from its finished trials' user attributes: the main mode's

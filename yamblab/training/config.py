@@ -44,8 +44,9 @@ _GpuShare = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 #: policy head's exact expected and argmax regret, its disagreements with the oracle, its
 #: cross-entropy against the optimal actions, the value head's squared error).
 SOLVER_MODES = tuple(SOLVER_LOSSES)
-#: The exact regret of full-turn search on the boundary head (Yahtzee): the backward pass with
-#: the network's choices, one number per network with no dice noise at all.
+#: The exact regret of full-turn search: on Yahtzee's boundary head the backward pass with the
+#: network's choices, one number per network with no dice noise at all; on a Yamb card its
+#: regret over the endgames of the decision set's games, one number per game.
 EXACT_MODE = "full_turn_exact"
 
 
@@ -146,11 +147,14 @@ class RuntimeConfig(BaseModel):
     eval_modes: dict[Depth, Annotated[int, Field(ge=1, le=10_000_000)]] = setting(
         "evaluation", {}, "further modes graded at each evaluation, each on its own number of the same "
         "games ({none: 500})")
-    exact_eval: bool = setting("evaluation", True, "grade the exact full-turn regret at each evaluation "
-                               "where it applies")
+    exact_eval: bool = setting("evaluation", True, "grade full-turn search's exact regret at each evaluation "
+                               "where it applies (Yahtzee's boundary head; a Yamb card's endgame, with "
+                               "solver_eval)")
     solver_eval: bool = setting("evaluation", False, "also grade the heads on the solver-graded decision "
-                                "set (no games played: no dice noise; Yahtzee and single Yamb columns)")
-    solver_games: int = setting("evaluation", 600, "games of oracle play the decision set is drawn from",
+                                "set (no games played: no dice noise; Yahtzee, a single Yamb column, a Yamb "
+                                "card's endgame)")
+    solver_games: int = setting("evaluation", 600, "games the decision set is drawn from (oracle play; a "
+                                "Yamb card's endgame: the heuristic bot's openings)",
                                 ge=1, le=1_000_000)
     snapshots: bool = setting("evaluation", False, "keep each evaluated network as "
                               "RUN/snapshots/iteration-NNNNNN.pt, to grade other modes afterwards")
@@ -401,7 +405,7 @@ def apply_overrides(base: RunConfig, overrides: dict, source: str = "overrides",
 def solver_graded(cfg: RunConfig) -> list[str]:
     """The solver-graded losses and exact figures a run's evaluations give beside its played
     modes: :data:`SOLVER_MODES` with ``runtime.solver_eval`` (which validation allows only on a
-    game with an exact oracle: Yahtzee, a single Yamb column), and :data:`EXACT_MODE` where
+    game with an exact oracle: Yahtzee, a single Yamb column, a Yamb card's endgame), and :data:`EXACT_MODE` where
     :attr:`RunConfig.exact_evaluated`."""
     return [*(SOLVER_MODES if cfg.runtime.solver_eval else ()), *((EXACT_MODE,) if cfg.exact_evaluated else ())]
 

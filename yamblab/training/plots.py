@@ -164,7 +164,7 @@ def _align(seeds: list[dict], name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def arm_curves(curves: dict[str, list[dict]], mode: str, loss: str = "regret", baseline: str | None = None,
-               judged: list[str] | None = None):
+               judged: list[str] | None = None, words: str | None = None):
     """The arms' learning curves in one decision mode, overlaid: for each arm the mean over its
     training seeds of each evaluation's loss per game, against training iterations and (where
     every seed logged them) against the self-play positions behind the evaluation.
@@ -183,6 +183,7 @@ def arm_curves(curves: dict[str, list[dict]], mode: str, loss: str = "regret", b
         baseline: the baseline arm (drawn in black).
         judged: the arms judged on this mode (solid lines; the others, graded on it but judged
             on another mode, dashed). None: all solid.
+        words: what the mode is, for the title (default :data:`MODE_WORDS`'s).
     """
     plt = _plt()
     with_pos = bool(curves) and all("positions" in c for cs in curves.values() for c in cs)
@@ -221,7 +222,7 @@ def arm_curves(curves: dict[str, list[dict]], mode: str, loss: str = "regret", b
             ax.set_ylabel(f"{mode} per game ({MODE_UNITS[mode]})")
     axes[-1].legend(loc="best", fontsize=7)
     tail = "" if judged is None else "; solid: arms judged on this mode, dashed: judged on another"
-    fig.suptitle(f"Learning curves, {MODE_WORDS.get(mode, mode)} ({mode}):\nmean over training seeds, "
+    fig.suptitle(f"Learning curves, {words or MODE_WORDS.get(mode, mode)} ({mode}):\nmean over training seeds, "
                  f"lower is better{tail}", fontsize=10)
     fig.tight_layout()
     return fig

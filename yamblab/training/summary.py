@@ -78,7 +78,7 @@ def regret_series(evals: list[dict]) -> tuple[str, list[tuple[float, int, float]
     """
     if not evals:
         return "regret", []
-    if EXACT_MODE in (evals[-1].get("modes") or {}):
+    if _whole_game_exact(evals[-1]):
         return "exact_regret", [(float(e["minutes"]), int(e["positions"]),
                                  _mean(e["modes"][EXACT_MODE]["per_game_regret"]))
                                 for e in evals if EXACT_MODE in (e.get("modes") or {})]
@@ -87,11 +87,19 @@ def regret_series(evals: list[dict]) -> tuple[str, list[tuple[float, int, float]
     return "regret", [(float(e["minutes"]), int(e["positions"]), _mean(e["per_game_regret"])) for e in evals]
 
 
+def _whole_game_exact(ev: dict) -> bool:
+    """Whether an evaluation holds the exact full-turn regret of a whole game (Yahtzee's), not of
+    a Yamb card's endgame."""
+    mode = (ev.get("modes") or {}).get(EXACT_MODE)
+    return mode is not None and mode.get("loss", EXACT_MODE) == EXACT_MODE
+
+
 def run_summary(evals: list[dict]) -> dict[str, float]:
     """The summary of a run's evaluations (every value a float, ready for MLflow).
 
     Keys (each present only when it applies): ``summary.exact_regret`` (exact full-turn regret
-    at the last evaluation, points/game), ``summary.regret`` (the main mode's regret on the evaluation games),
+    at the last evaluation, points/game; on a Yamb card ``summary.endgame_regret``, its
+    endgame's, with no thresholds), ``summary.regret`` (the main mode's regret on the evaluation games),
     ``summary.policy_regret`` (the policy head alone), ``summary.minutes`` and
     ``summary.positions`` (where the last evaluation stood), for each threshold ``t`` of
     :data:`THRESHOLDS` the headline regret first reached, ``summary.minutes_to_T`` and
@@ -105,7 +113,8 @@ def run_summary(evals: list[dict]) -> dict[str, float]:
     out = {"summary.minutes": float(last["minutes"]), "summary.positions": float(last["positions"])}
     modes = last.get("modes") or {}
     if EXACT_MODE in modes:
-        out["summary.exact_regret"] = _mean(modes[EXACT_MODE]["per_game_regret"])
+        key = "summary.exact_regret" if _whole_game_exact(last) else "summary.endgame_regret"
+        out[key] = _mean(modes[EXACT_MODE]["per_game_regret"])
     if last.get("loss", "regret") == "regret":
         out["summary.regret"] = _mean(last["per_game_regret"])
     if POLICY_MODE in modes and modes[POLICY_MODE].get("loss", "regret") == "regret":
@@ -128,7 +137,8 @@ def format_summary(summary: dict[str, float]) -> str:
     """The summary as the lines ``yamblab train`` prints at its end ("" when it has no regret)."""
     lines = []
     names = (("summary.exact_regret", "exact full-turn regret"), ("summary.regret", "regret"),
-             ("summary.policy_regret", "policy head alone"))
+             ("summary.policy_regret", "policy head alone"),
+             ("summary.endgame_regret", "full-turn search's exact regret over the endgame"))
     got = [f"{words} {summary[k]:.2f}" for k, words in names if k in summary]
     if got:
         lines.append("regret (points/game, last evaluation): " + "; ".join(got))

@@ -270,7 +270,8 @@ def endgame_regrets(agent, game, endgame, games: int, seed: int, first_game: int
     (the openings of Yamb's decision set, :meth:`~yamblab.search.yamb_endgame.YambEndgameOracle.play`),
     then by the agent to its end, every decision charged its exact regret. Every agent graded
     on the same ``games`` and ``seed`` starts its endgames from the same cards, so two agents'
-    regrets pair game by game.
+    regrets pair game by game. Unlike :func:`grade_yamb`'s ``endgame`` (whose cards of many
+    states enter a turn later), every game enters at ``k`` open boxes.
 
     Returns:
         ``{"regrets": float64 (games,), "by_decision": {kind: points per game} (the kinds of
@@ -278,6 +279,8 @@ def endgame_regrets(agent, game, endgame, games: int, seed: int, first_game: int
     """
     from yamblab.oracle.yamb.planners import HeuristicAgent
 
+    if int(games) < 1:
+        raise ValueError(f"number of games must be at least 1, got {games}")
     rules, names = game.rules, decision_names(game.rules)
     regrets, by_decision, decisions = [], np.zeros(len(names)), 0
     for start in range(0, int(games), CHUNK):

@@ -65,6 +65,7 @@ class YambEndgameOracle:
         self._limit: float | None = None          # the running call's bound on self.solved
         self._depth = 0                           # card_values calls running (a solve calls it again)
         self._search = YambFullTurnSearch(rules, self)
+        self._width = self.state_keys(np.full((1, rules.n_columns, rules.n_rows), -1, np.int16)).shape[1]
 
     def search(self) -> YambFullTurnSearch:
         """Full-turn search on the exact endgame values: optimal play, and exact action values
@@ -74,8 +75,7 @@ class YambEndgameOracle:
     def solved_states(self) -> tuple[np.ndarray, np.ndarray]:
         """Every state solved so far: its key (:meth:`state_keys`), int16 (m, L), and its
         value, float64 (m,); :meth:`remember` takes them back."""
-        width = self.state_keys(np.full((1, self.rules.n_columns, self.rules.n_rows), -1, np.int16)).shape[1]
-        keys = np.frombuffer(b"".join(self._cache), np.int16).reshape(-1, width)
+        keys = np.frombuffer(b"".join(self._cache), np.int16).reshape(-1, self._width)
         return keys.copy(), np.fromiter(self._cache.values(), np.float64, len(self._cache))
 
     def remember(self, keys: np.ndarray, values: np.ndarray) -> None:
@@ -84,12 +84,11 @@ class YambEndgameOracle:
         Raises:
             ValueError: keys of another width than these rules' states, or not one value each.
         """
-        width = self.state_keys(np.full((1, self.rules.n_columns, self.rules.n_rows), -1, np.int16)).shape[1]
         keys = np.ascontiguousarray(keys, np.int16)
         if keys.size == 0:
             return
-        if keys.ndim != 2 or keys.shape[1] != width or len(values) != len(keys):
-            raise ValueError(f"solved states of {self.rules.name} are int16 keys of width {width}, one value "
+        if keys.ndim != 2 or keys.shape[1] != self._width or len(values) != len(keys):
+            raise ValueError(f"solved states of {self.rules.name} are int16 keys of width {self._width}, one value "
                              f"each; got keys {keys.shape} and {len(values)} values")
         self._cache.update(zip((k.tobytes() for k in keys), np.asarray(values, np.float64).tolist()))
 

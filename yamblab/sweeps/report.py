@@ -75,14 +75,12 @@ def format_table(rows: list[dict], baseline: str, loss: str = "regret",
 
     for mode in dict.fromkeys(r.get("mode") for r in rows):
         if mode in MODE_UNITS:
-            one = not endgame
-            lines.append(f"mode {mode}: {MODE_WORDS[mode] if one or mode != EXACT_MODE else ENDGAME_WORDS}, "
-                         f"{MODE_UNITS[mode]} per game"
-                         + (" (one number per network: its interval is over the training seeds alone)"
-                            if mode == EXACT_MODE and one else
-                            " (summed over each game's endgame; the games column counts the set's games)"
-                            if mode == EXACT_MODE else " (summed over each game's positions of the set; "
-                            "the games column counts the set's games)"))
+            card_exact = endgame and mode == EXACT_MODE
+            note = ("one number per network: its interval is over the training seeds alone" if mode == EXACT_MODE
+                    and not endgame else f"summed over each game's {'endgame' if card_exact else 'positions of the set'}; "
+                    "the games column counts the set's games")
+            lines.append(f"mode {mode}: {ENDGAME_WORDS if card_exact else MODE_WORDS[mode]}, "
+                         f"{MODE_UNITS[mode]} per game ({note})")
     compared = [r for r in rows if "diff" in r]
     if compared:
         lines += _comparison_notes(compared, baseline, target, unit)
@@ -93,6 +91,8 @@ def _comparison_notes(compared: list[dict], baseline: str, target: float | None,
     """The table's notes on the compared arms: what MDE means, then per mode the paired
     intervals' half-widths against ``target`` and each arm's variance components with the
     design that would reach it."""
+    from yamblab.training.plots import MODE_UNITS
+
     lines = []
     if compared:
         z = minimum_detectable_effect(1.0)
@@ -108,8 +108,6 @@ def _comparison_notes(compared: list[dict], baseline: str, target: float | None,
                              f"nothing. Modes that can: the policy head alone (runtime.eval_modes.none) and the "
                              f"solver-graded losses (runtime.solver_eval).")
                 continue
-            from yamblab.training.plots import MODE_UNITS
-
             mode_unit = MODE_UNITS.get(mode, unit)
             widths = ", ".join(f"{r['arm']} ±{r['half_width']:.2f}" for r in these)
             line = f"  mode {mode or 'main'}: paired 95% half-widths {widths}" + (
